@@ -1,0 +1,173 @@
+// Customers, plans, bot subscriptions and the account record of GET /v1/me.
+import type { Queryable } from '../db/database.ts';
+import { type Clock, isoUtc, utcDay } from './clock.ts';
+import { usdNumber } from './money.ts';
+
+export type Mode = 'live' | 'test';
+export const MODES: readonly Mode[] = ['live', 'test'];
+
+export interface Plan {
+  label: string;
+  dailyLimit: number | null;
+  perRequestMicros: number;
+  overage: boolean;
+  active: boolean;
+}
+
+export interface Subscription {
+  required: boolean;
+  expiresAt: Date | null;
+}
+
+/** Everything billing and GET /v1/me need about one customer in one mode, as of `day`. */
+export interface AccountState {
+  customerId: number;
+  disabled: boolean;
+  plan: Plan | null;
+  subscription: Subscription;
+  balanceMicros: number;
+  heldMicros: number;
+  usedToday: number;
+  overageToday: number;
+}
+
+export async function createCustomer(q: Queryable, name: string, clock: Clock): Promise<number> {
+  const r = await q.query<{ id: number }>('insert into customers (name, created_at) values ($1, $2) returning id', [
+    name,
+    clock.now(),
+  ]);
+  return r.rows[0]!.id;
+}
+
+export async function customerExists(q: Queryable, customerId: number): Promise<boolean> {
+  const r = await q.query('select 1 from customers where id = $1', [customerId]);
+  return r.rows.length > 0;
+}
+
+export async function disableCustomer(q: Queryable, customerId: number, clock: Clock): Promise<boolean> {
+  const r = await q.query('update customers set disabled_at = coalesce(disabled_at, $2) where id = $1', [
+    customerId,
+    clock.now(),
+  ]);
+  return r.rowCount > 0;
+}
+
+export async function setPlan(q: Queryable, customerId: number, plan: Plan, clock: Clock): Promise<void> {
+  await q.query(
+    `insert into plans (customer_id, label, daily_limit, per_request_micros, overage, active, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $7)
+     on conflict (customer_id) do update set label = excluded.label, daily_limit = excluded.daily_limit,
+       per_request_micros = excluded.per_request_micros, overage = excluded.overage,
+       active = excluded.active, updated_at = excluded.updated_at`,
+    [customerId, plan.label, plan.dailyLimit, plan.perRequestMicros, plan.overage, plan.active, clock.now()],
+  );
+}
+
+export async function deletePlan(q: Queryable, customerId: number): Promise<void> {
+  await q.query('delete from plans where customer_id = $1', [customerId]);
+}
+
+export async function setSubscription(q: Queryable, customerId: number, sub: Subscription): Promise<void> {
+  await q.query('update customers set subscription_required = $2, subscription_expires_at = $3 where id = $1', [
+    customerId,
+    sub.required,
+    sub.expiresAt,
+  ]);
+}
+
+/** Loads the account state; with `lock`, locks the account row so billing decisions serialise. */
+export async function loadAccountState(
+  q: Queryable,
+  customerId: number,
+  mode: Mode,
+  day: string,
+): Promise<AccountState | null> {
+  const r = await q.query<{
+    disabled: boolean;
+    subRequired: boolean;
+    subExpiresAt: Date | null;
+    label: string | null;
+    dailyLimit: number | null;
+    perRequestMicros: number | null;
+    overage: boolean | null;
+    active: boolean | null;
+    balanceMicros: number;
+    heldMicros: number;
+    usedToday: number;
+    overageToday: number;
+  }>(
+    `select c.disabled_at is not null as disabled,
+            c.subscription_required as "subRequired", c.subscription_expires_at as "subExpiresAt",
+            p.label, p.daily_limit as "dailyLimit", p.per_request_micros as "perRequestMicros",
+            p.overage, p.active,
+            coalesce(a.balance_micros, 0)::int8 as "balanceMicros", coalesce(a.held_micros, 0)::int8 as "heldMicros",
+            coalesce(u.used, 0) as "usedToday", coalesce(u.overage, 0) as "overageToday"
+       from customers c
+       left join plans p on p.customer_id = c.id
+       left join accounts a on a.customer_id = c.id and a.mode = $2
+       left join daily_usage u on u.customer_id = c.id and u.mode = $2 and u.day = $3
+      where c.id = $1`,
+    [customerId, mode, day],
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  return {
+    customerId,
+    disabled: row.disabled,
+    plan:
+      row.label === null
+        ? null
+        : {
+            label: row.label,
+            dailyLimit: row.dailyLimit,
+            perRequestMicros: row.perRequestMicros!,
+            overage: row.overage!,
+            active: row.active!,
+          },
+    subscription: { required: row.subRequired, expiresAt: row.subExpiresAt },
+    balanceMicros: row.balanceMicros,
+    heldMicros: row.heldMicros,
+    usedToday: row.usedToday,
+    overageToday: row.overageToday,
+  };
+}
+
+/** Included requests left today: 0 for no plan or an uncapped plan (everything goes to the wallet). */
+export function remainingToday(s: Pick<AccountState, 'plan' | 'usedToday' | 'overageToday'>): number {
+  if (!s.plan || s.plan.dailyLimit === null) return 0;
+  return Math.max(0, s.plan.dailyLimit - (s.usedToday - s.overageToday));
+}
+
+export const spendableMicros = (s: AccountState) => s.balanceMicros - s.heldMicros;
+
+export function subscriptionView(sub: Subscription, now: Date) {
+  if (!sub.required) return { required: false, active: true, expires_at: null, days_left: null };
+  const expiresAt = sub.expiresAt;
+  const active = expiresAt === null || expiresAt.getTime() > now.getTime();
+  return {
+    required: true,
+    active,
+    expires_at: expiresAt ? isoUtc(expiresAt) : null,
+    days_left: expiresAt ? Math.max(0, Math.floor((expiresAt.getTime() - now.getTime()) / 86_400_000)) : null,
+  };
+}
+
+/** The account record of GET /v1/me, less ok/request_id and the key fields. */
+export function accountView(s: AccountState, now: Date) {
+  const plan = s.plan;
+  return {
+    plan: plan ? plan.label : null,
+    plan_active: plan ? plan.active : false,
+    quota: {
+      daily_limit: plan ? plan.dailyLimit : null,
+      used_today: plan ? s.usedToday : 0,
+      remaining_today: remainingToday(s),
+      overage_today: plan ? s.overageToday : 0,
+    },
+    per_request_usd: plan ? usdNumber(plan.perRequestMicros) : 0,
+    balance_usd: usdNumber(spendableMicros(s)),
+    subscription: subscriptionView(s.subscription, now),
+  };
+}
+
+export const today = (clock: Clock) => utcDay(clock.now());

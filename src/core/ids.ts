@@ -1,0 +1,23 @@
+// Random, unguessable identifiers (contract section 0): a prefix and base62 characters drawn
+// from the CSPRNG with rejection sampling, so every character is uniform.
+import { randomBytes } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 248 = 4 * 62: bytes at or above it would bias the first characters.
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+export const newRequestId = () => `req_${randomBase62(24)}`;
+export const newJobId = () => `job_${randomBase62(24)}`;
+export const newEventId = () => `evt_${randomBase62(24)}`;
+export const newKeyId = () => `key_${randomBase62(24)}`;
+export const newWebhookSecret = () => `whsec_${randomBase62(32)}`;
+export const newApiKey = (mode: 'live' | 'test') => `rk_${mode}_${randomBase62(32)}`;

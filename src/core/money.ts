@@ -1,0 +1,38 @@
+// Money is integer micro-dollars. These are the only conversions to and from USD text.
+
+export const MICROS_PER_USD = 1_000_000;
+
+/** 12500000 → "12.5"; 3500 → "0.0035"; 0 → "0". At most 6 decimals, no trailing zeros. */
+export function formatUsd(micros: number): string {
+  if (!Number.isSafeInteger(micros)) throw new Error('money must be an integer number of micro-dollars');
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  const whole = Math.floor(abs / MICROS_PER_USD);
+  const frac = String(abs % MICROS_PER_USD)
+    .padStart(6, '0')
+    .replace(/0+$/, '');
+  return `${sign}${whole}${frac ? `.${frac}` : ''}`;
+}
+
+/** The JSON number for a USD amount (parsed from the exact decimal text, never computed in floats). */
+export const usdNumber = (micros: number): number => Number(formatUsd(micros));
+
+/**
+ * Parses a non-negative USD amount given as a JSON number or a decimal string with at most
+ * 6 decimals. Returns null when it is not one. A JS number's shortest text form is exact
+ * for values with up to 6 decimals, so `0.1` is read as the text "0.1", never as a float sum.
+ */
+export function parseUsd(value: unknown): number | null {
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0) return null;
+    text = String(value);
+  } else if (typeof value === 'string') {
+    text = value.trim();
+  } else {
+    return null;
+  }
+  const m = /^(\d{1,12})(?:\.(\d{1,6}))?$/.exec(text);
+  if (!m) return null;
+  return Number(m[1]) * MICROS_PER_USD + Number((m[2] ?? '').padEnd(6, '0'));
+}

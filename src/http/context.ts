@@ -1,0 +1,14 @@
+// What the HTTP apps and the workers share: database, config, clock, logger, activators.
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Database } from '../db/database.ts';
+
+export interface AppContext {
+  db: Database;
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  /** Operator token of the admin API (from ADMIN_TOKEN or the data directory). */
+  adminToken: string;
+}

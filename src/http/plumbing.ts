@@ -1,0 +1,98 @@
+// What every request of both listeners goes through: request ids, JSON parsing of any content
+// type, the error body for every error (404, 405, 413, bad JSON, crashes), one error handler.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { ApiError, type ErrorCode, ERROR_STATUS, errorBody } from './errors.ts';
+
+export const BODY_LIMIT = 262_144;
+
+const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+
+export function sendError(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) {
+  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+  return reply
+    .code(ERROR_STATUS[code])
+    .type('application/json; charset=utf-8')
+    .send(errorBody(code, message, reply.request.id, extra));
+}
+
+/** Maps anything thrown to the contract's error body; unknown errors become a bare 500. */
+function handleError(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof ApiError) {
+    return sendError(reply, error.code, error.message, error.extra, error.headers);
+  }
+  const fe = error as FastifyError;
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || fe.statusCode === 413) {
+    return sendError(reply, 'payload_too_large', `body is larger than ${BODY_LIMIT} bytes`);
+  }
+  if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return sendError(reply, 'bad_request', 'body is not valid JSON');
+  }
+  if (fe.validation) {
+    return sendError(reply, 'bad_request', 'request does not match the expected shape');
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    // A client-side problem found by Fastify itself (bad content length, aborted body, ...).
+    return sendError(reply, 'bad_request', 'malformed request');
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return sendError(reply, 'internal', 'internal error; retry with the same Idempotency-Key');
+}
+
+export function installPlumbing(app: FastifyInstance): void {
+  // Bodies are JSON whatever Content-Type the client sent (curl -d sends a form type).
+  // Fastify's own secure parser is used: __proto__ and constructor.prototype keys are refused.
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    parseJson(request, body as string, (err, value) => {
+      if (err) return done(new ApiError('bad_request', 'body is not valid JSON'), undefined);
+      done(null, value);
+    });
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) => sendError(reply, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
+
+  // A known path with another method is 405 with Allow. Fastify has no 405 of its own: every
+  // route registered before this plugin's routes are ready gets a sibling for the other methods.
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const set = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const m of methods) set.add(m);
+    methodsByUrl.set(route.url, set);
+  });
+  app.decorate('addMethodNotAllowedRoutes', () => {
+    for (const [url, methods] of methodsByUrl) {
+      if (methods.has('GET')) methods.add('HEAD');
+      const others = ALL_METHODS.filter((m) => !methods.has(m));
+      if (others.length === 0) continue;
+      const allow = [...methods].join(', ');
+      app.route({
+        method: others,
+        url,
+        config: { methodNotAllowed: true },
+        handler: (request, reply) =>
+          sendError(reply, 'method_not_allowed', `${request.method} is not allowed here`, {}, { Allow: allow }),
+      });
+    }
+  });
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    addMethodNotAllowedRoutes(): void;
+  }
+}

@@ -1,0 +1,43 @@
+// One logger for the process. Redaction is configured here, once: API keys, tokens, webhook
+// secrets and codes never reach the logs (DESIGN house style 13).
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  '*.authorization',
+  'key',
+  '*.key',
+  'token',
+  '*.token',
+  'secret',
+  '*.secret',
+  'code',
+  '*.code',
+  'codes',
+  '*.codes',
+  'body',
+  '*.body',
+];
+
+export function createLogger(level: string, stream?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: {
+        // Only what support needs; never headers (Authorization) or bodies (codes).
+        req: (req: { method?: string; url?: string; ip?: string }) => ({
+          method: req.method,
+          url: req.url,
+          ip: req.ip,
+        }),
+      },
+    },
+    stream,
+  );
+}
+
+/** A code as it may appear in a log: its last 4 characters at most. */
+export const maskCode = (code: string) => `…${code.slice(-4)}`;
