@@ -1,8 +1,9 @@
 // The `redeem-gateway` command: serve, migrate, admin …
+
+import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
-import { join, resolve } from 'node:path';
 import { startServer } from './server.ts';
 
 const HELP = `redeem-gateway <command> [options]
@@ -45,10 +46,15 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'migrate': {
       const config = loadConfig();
-      const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: join(resolve(config.DATA_DIR), 'pglite') });
+      const db = await openDatabase({
+        databaseUrl: config.DATABASE_URL,
+        dataDir: join(resolve(config.DATA_DIR), 'pglite'),
+      });
       try {
         const applied = await migrate(db);
-        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+        process.stdout.write(
+          applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n',
+        );
       } finally {
         await db.close();
       }
@@ -75,8 +81,10 @@ export class CliError extends Error {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const message = err instanceof ConfigError || err instanceof CliError ? err.message : `error: ${(err as Error)?.message ?? String(err)}`;
+  const message =
+    err instanceof ConfigError || err instanceof CliError
+      ? err.message
+      : `error: ${(err as Error)?.message ?? String(err)}`;
   process.stderr.write(`${message}\n`);
   process.exitCode = 1;
 });
-

@@ -94,7 +94,11 @@ const schema = z
   })
   .superRefine((c, ctx) => {
     if (c.ACTIVATOR === 'http' && !c.ACTIVATOR_URL) {
-      ctx.addIssue({ code: 'custom', path: ['ACTIVATOR_URL'], message: 'ACTIVATOR_URL is required when ACTIVATOR=http' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ACTIVATOR_URL'],
+        message: 'ACTIVATOR_URL is required when ACTIVATOR=http',
+      });
     }
     if (c.DATABASE_URL && !c.CODE_ENCRYPTION_KEY) {
       ctx.addIssue({

@@ -1,6 +1,6 @@
 // One logger for the process. Redaction is configured here, once: API keys, tokens, webhook
 // secrets and codes never reach the logs (DESIGN house style 13).
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export const REDACT_PATHS = [
   'req.headers.authorization',

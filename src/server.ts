@@ -50,7 +50,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
   const clock = opts.clock ?? systemClock;
   const dataDir = resolve(config.DATA_DIR);
-  const adminToken = config.ADMIN_TOKEN ?? readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
+  const adminToken =
+    config.ADMIN_TOKEN ??
+    readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
 
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: join(dataDir, 'pglite') });
   let publicApp: FastifyInstance | undefined;
@@ -65,7 +67,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     adminApp = await buildAdminApp(ctx);
     const publicUrl = await publicApp.listen({ host: config.HOST, port: config.PORT });
     const adminUrl = await adminApp.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
-    if (opts.announce) announce({ publicUrl, adminUrl, demo, dataDir, tokenFromEnv: Boolean(config.ADMIN_TOKEN), db });
+    if (opts.announce)
+      announce({ publicUrl, adminUrl, demo, dataDir, tokenFromEnv: Boolean(config.ADMIN_TOKEN), db });
 
     const running: Running = {
       ctx,
@@ -92,8 +95,17 @@ async function seedDemo(db: Database, clock: Clock): Promise<{ customerId: numbe
     const existing = await tx.query('select 1 from customers limit 1');
     if (existing.rows.length > 0) return null;
     const customerId = await createCustomer(tx, 'Demo merchant', clock);
-    await setPlan(tx, customerId, { label: 'demo', dailyLimit: 100, perRequestMicros: 10_000, overage: true, active: true }, clock);
-    await appendLedger(tx, { customerId, mode: 'test', amountMicros: 10_000_000, kind: 'topup', note: 'demo credit' }, clock);
+    await setPlan(
+      tx,
+      customerId,
+      { label: 'demo', dailyLimit: 100, perRequestMicros: 10_000, overage: true, active: true },
+      clock,
+    );
+    await appendLedger(
+      tx,
+      { customerId, mode: 'test', amountMicros: 10_000_000, kind: 'topup', note: 'demo credit' },
+      clock,
+    );
     const { key } = await issueKey(
       tx,
       customerId,
@@ -128,7 +140,11 @@ function announce(a: {
       `  curl -s ${a.publicUrl}/v1/redeem -H 'Authorization: Bearer ${a.demo.key}' -H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' -d '{"player_id":"5123456789","codes":["DEMO-CODE-0001-60"]}'`,
     );
   } else if (a.db.kind === 'pglite') {
-    lines.push('', 'The demo key was printed when this database was created. A new one:', '  npm run cli -- admin keys create 1 --mode test');
+    lines.push(
+      '',
+      'The demo key was printed when this database was created. A new one:',
+      '  npm run cli -- admin keys create 1 --mode test',
+    );
   }
   process.stdout.write(`${lines.join('\n')}\n\n`);
 }

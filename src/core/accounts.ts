@@ -32,10 +32,10 @@ export interface AccountState {
 }
 
 export async function createCustomer(q: Queryable, name: string, clock: Clock): Promise<number> {
-  const r = await q.query<{ id: number }>('insert into customers (name, created_at) values ($1, $2) returning id', [
-    name,
-    clock.now(),
-  ]);
+  const r = await q.query<{ id: number }>(
+    'insert into customers (name, created_at) values ($1, $2) returning id',
+    [name, clock.now()],
+  );
   return r.rows[0]!.id;
 }
 
@@ -68,11 +68,10 @@ export async function deletePlan(q: Queryable, customerId: number): Promise<void
 }
 
 export async function setSubscription(q: Queryable, customerId: number, sub: Subscription): Promise<void> {
-  await q.query('update customers set subscription_required = $2, subscription_expires_at = $3 where id = $1', [
-    customerId,
-    sub.required,
-    sub.expiresAt,
-  ]);
+  await q.query(
+    'update customers set subscription_required = $2, subscription_expires_at = $3 where id = $1',
+    [customerId, sub.required, sub.expiresAt],
+  );
 }
 
 /** Loads the account state; with `lock`, locks the account row so billing decisions serialise. */

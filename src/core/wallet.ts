@@ -8,7 +8,10 @@ import { usdNumber } from './money.ts';
 
 /** Creates the account row of a customer and mode if missing (the billing lock lives there). */
 export async function ensureAccount(q: Queryable, customerId: number, mode: Mode): Promise<void> {
-  await q.query('insert into accounts (customer_id, mode) values ($1, $2) on conflict do nothing', [customerId, mode]);
+  await q.query('insert into accounts (customer_id, mode) values ($1, $2) on conflict do nothing', [
+    customerId,
+    mode,
+  ]);
 }
 
 /** Appends a ledger entry and moves the cached balance with it; returns the new balance. */
@@ -84,7 +87,11 @@ export async function walletSummary(q: Queryable, customerId: number) {
     const row = r.rows.find((x) => x.mode === mode);
     const balance = row?.balance ?? 0;
     const held = row?.held ?? 0;
-    out[mode] = { balance_usd: usdNumber(balance), held_usd: usdNumber(held), spendable_usd: usdNumber(balance - held) };
+    out[mode] = {
+      balance_usd: usdNumber(balance),
+      held_usd: usdNumber(held),
+      spendable_usd: usdNumber(balance - held),
+    };
   }
   return out;
 }

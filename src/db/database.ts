@@ -72,7 +72,9 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     max: options.max ?? 10,
     types: {
       getTypeParser: ((oid: number, format?: string) =>
-        oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+        oid === INT8_OID
+          ? parseInt8
+          : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   });
   // An idle client that errors (server restart) must not crash the process.

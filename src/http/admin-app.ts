@@ -26,9 +26,11 @@ export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
   installPlumbing(app);
 
   app.addHook('onRequest', async (request) => {
-    if (request.is404 || (request.routeOptions.config as { methodNotAllowed?: boolean }).methodNotAllowed) return;
+    if (request.is404 || (request.routeOptions.config as { methodNotAllowed?: boolean }).methodNotAllowed)
+      return;
     const token = bearerToken(request.headers.authorization);
-    if (!token || !sameSecret(token, ctx.adminToken)) throw new ApiError('unauthorized', 'missing or wrong admin token');
+    if (!token || !sameSecret(token, ctx.adminToken))
+      throw new ApiError('unauthorized', 'missing or wrong admin token');
   });
 
   registerAdminCustomerRoutes(app, ctx);

@@ -20,7 +20,8 @@ export async function authenticate(
   clock: Clock,
 ): Promise<KeyRecord> {
   const token = bearerToken(request.headers.authorization);
-  if (!token || !API_KEY_PATTERN.test(token)) throw new ApiError('unauthorized', 'missing or invalid API key');
+  if (!token || !API_KEY_PATTERN.test(token))
+    throw new ApiError('unauthorized', 'missing or invalid API key');
   const key = await findKeyByToken(q, token);
   if (!key) throw new ApiError('unauthorized', 'missing or invalid API key');
   if (key.revokedAt) throw new ApiError('revoked', 'this API key was revoked');
@@ -33,7 +34,8 @@ export async function authenticate(
 
 /** Steps 4 and 5, after the key is identified (the quota headers are sent from here on). */
 export function authorize(key: KeyRecord, clientIp: string, rule: ScopeRule): void {
-  if (!ipAllowed(clientIp, key.allowedIps)) throw new ApiError('ip_denied', 'this address is not allowed for the key');
+  if (!ipAllowed(clientIp, key.allowedIps))
+    throw new ApiError('ip_denied', 'this address is not allowed for the key');
   const needed: readonly Scope[] = rule === 'any' ? [] : typeof rule === 'string' ? [rule] : rule;
   if (needed.length > 0 && !needed.some((s) => key.scopes.includes(s))) {
     throw new ApiError('scope_denied', `this key lacks the scope ${needed.join(' or ')}`);

@@ -51,6 +51,11 @@ export class ApiError extends Error {
   }
 }
 
-export function errorBody(code: ErrorCode, message: string, requestId: string, extra: Record<string, unknown> = {}) {
+export function errorBody(
+  code: ErrorCode,
+  message: string,
+  requestId: string,
+  extra: Record<string, unknown> = {},
+) {
   return { ok: false as const, error_code: code, message, request_id: requestId, ...extra };
 }

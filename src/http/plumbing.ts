@@ -1,7 +1,7 @@
 // What every request of both listeners goes through: request ids, JSON parsing of any content
 // type, the error body for every error (404, 405, 413, bad JSON, crashes), one error handler.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { ApiError, type ErrorCode, ERROR_STATUS, errorBody } from './errors.ts';
+import { ApiError, ERROR_STATUS, type ErrorCode, errorBody } from './errors.ts';
 
 export const BODY_LIMIT = 262_144;
 
@@ -62,7 +62,9 @@ export function installPlumbing(app: FastifyInstance): void {
   });
 
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) => sendError(reply, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
+  );
 
   // A known path with another method is 405 with Allow. Fastify has no 405 of its own: every
   // route registered before this plugin's routes are ready gets a sibling for the other methods.
@@ -85,7 +87,13 @@ export function installPlumbing(app: FastifyInstance): void {
         url,
         config: { methodNotAllowed: true },
         handler: (request, reply) =>
-          sendError(reply, 'method_not_allowed', `${request.method} is not allowed here`, {}, { Allow: allow }),
+          sendError(
+            reply,
+            'method_not_allowed',
+            `${request.method} is not allowed here`,
+            {},
+            { Allow: allow },
+          ),
       });
     }
   });

@@ -14,7 +14,7 @@ import {
   today,
 } from '../../core/accounts.ts';
 import { isoUtc } from '../../core/clock.ts';
-import { isValidAllowEntry, issueKey, listKeys, revokeKey, SCOPES } from '../../core/keys.ts';
+import { issueKey, isValidAllowEntry, listKeys, revokeKey, SCOPES } from '../../core/keys.ts';
 import { parseUsd, usdNumber } from '../../core/money.ts';
 import { appendLedger, listLedger, walletSummary } from '../../core/wallet.ts';
 import type { AppContext } from '../../http/context.ts';
@@ -177,7 +177,13 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
     const issued = await issueKey(
       db,
       id,
-      { mode: body.mode, scopes: body.scopes, allowedIps: body.allowed_ips, expiresAt: body.expires_at, label: body.label },
+      {
+        mode: body.mode,
+        scopes: body.scopes,
+        allowedIps: body.allowed_ips,
+        expiresAt: body.expires_at,
+        label: body.label,
+      },
       clock,
     );
     return reply.code(201).send({
@@ -198,7 +204,11 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
     const id = await requireCustomer(request.params.id);
     const body = parseBody(topupBody, request.body);
     await db.transaction((tx) =>
-      appendLedger(tx, { customerId: id, mode: body.mode, amountMicros: body.usd, kind: 'topup', note: body.note }, clock),
+      appendLedger(
+        tx,
+        { customerId: id, mode: body.mode, amountMicros: body.usd, kind: 'topup', note: body.note },
+        clock,
+      ),
     );
     const state = (await loadAccountState(db, id, body.mode, today(clock)))!;
     return {
@@ -216,7 +226,13 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
       const id = await requireCustomer(request.params.id);
       const mode = modeSchema.safeParse(request.query.mode);
       if (!mode.success) throw new ApiError('bad_request', 'mode: must be live or test');
-      return { ok: true, request_id: request.id, customer_id: id, mode: mode.data, entries: await listLedger(db, id, mode.data) };
+      return {
+        ok: true,
+        request_id: request.id,
+        customer_id: id,
+        mode: mode.data,
+        entries: await listLedger(db, id, mode.data),
+      };
     },
   );
 }

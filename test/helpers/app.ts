@@ -1,0 +1,150 @@
+// Builds the real public and admin apps on a real test database, with a manual clock and a
+// logger whose lines are kept for assertions. Fixtures go through the admin API, as an operator.
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { buildAdminApp } from '../../src/http/admin-app.ts';
+import type { AppContext } from '../../src/http/context.ts';
+import { buildPublicApp } from '../../src/http/public-app.ts';
+import { createLogger } from '../../src/logger.ts';
+import { openTestDatabase, type TestDatabase } from './db.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface TestApp {
+  ctx: AppContext;
+  clock: ManualClock;
+  api: FastifyInstance;
+  admin: FastifyInstance;
+  testDb: TestDatabase;
+  /** Every log line written so far, as raw text. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export async function createTestApp(
+  opts: { env?: Record<string, string>; clock?: ManualClock } = {},
+): Promise<TestApp> {
+  const testDb = await openTestDatabase();
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  const config: Config = loadConfig({ LOG_LEVEL: 'info', ...opts.env });
+  const clock = opts.clock ?? new ManualClock('2026-11-22T09:00:00Z');
+  const ctx: AppContext = {
+    db: testDb.db,
+    config,
+    clock,
+    logger: createLogger('trace', sink),
+    adminToken: ADMIN_TOKEN,
+  };
+  const api = await buildPublicApp(ctx);
+  const admin = await buildAdminApp(ctx);
+  return {
+    ctx,
+    clock,
+    api,
+    admin,
+    testDb,
+    logs,
+    async close() {
+      await api.close();
+      await admin.close();
+      await testDb.close();
+    },
+  };
+}
+
+/** Calls the admin API as the operator; fails the test on an unexpected status. */
+export async function adminCall<T = Record<string, unknown>>(
+  t: TestApp,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  url: string,
+  payload?: unknown,
+  expectStatus = method === 'POST' && /\/(customers|keys)$/.test(url) ? 201 : 200,
+): Promise<T> {
+  const res = await t.admin.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
+  if (res.statusCode !== expectStatus) {
+    throw new Error(`admin ${method} ${url} answered ${res.statusCode}: ${res.body}`);
+  }
+  return res.json() as T;
+}
+
+export interface MerchantSpec {
+  plan?: {
+    label?: string;
+    daily_limit: number | null;
+    per_request_usd: number | string;
+    overage?: boolean;
+    active?: boolean;
+  } | null;
+  subscription?: { required: boolean; expires_at: string | null };
+  topup?: { live?: number | string; test?: number | string };
+  key?: { mode?: 'live' | 'test'; scopes?: string[]; allowed_ips?: string[]; expires_at?: string | null };
+}
+
+export interface Merchant {
+  customerId: number;
+  key: string;
+  keyId: string;
+  keyPrefix: string;
+}
+
+/** A fresh customer with (by default) a plan of 100 included requests at $0.01 and a test key. */
+export async function createMerchant(t: TestApp, spec: MerchantSpec = {}): Promise<Merchant> {
+  const { customer_id: customerId } = await adminCall<{ customer_id: number }>(
+    t,
+    'POST',
+    '/admin/v1/customers',
+    {
+      name: `merchant ${Math.random().toString(36).slice(2)}`,
+    },
+  );
+  const plan = spec.plan === undefined ? { daily_limit: 100, per_request_usd: '0.01' } : spec.plan;
+  if (plan) {
+    await adminCall(t, 'PUT', `/admin/v1/customers/${customerId}/plan`, {
+      label: plan.label ?? 'standard',
+      daily_limit: plan.daily_limit,
+      per_request_usd: plan.per_request_usd,
+      overage: plan.overage ?? true,
+      active: plan.active ?? true,
+    });
+  }
+  if (spec.subscription)
+    await adminCall(t, 'PUT', `/admin/v1/customers/${customerId}/subscription`, spec.subscription);
+  for (const mode of ['live', 'test'] as const) {
+    const usd = spec.topup?.[mode];
+    if (usd !== undefined)
+      await adminCall(t, 'POST', `/admin/v1/customers/${customerId}/wallet/topup`, { mode, usd });
+  }
+  const k = await issueTestKey(t, customerId, spec.key);
+  return { customerId, ...k };
+}
+
+export async function issueTestKey(t: TestApp, customerId: number, spec: MerchantSpec['key'] = {}) {
+  const r = await adminCall<{ key: string; key_id: string; key_prefix: string }>(
+    t,
+    'POST',
+    `/admin/v1/customers/${customerId}/keys`,
+    {
+      mode: spec.mode ?? 'test',
+      scopes: spec.scopes ?? ['redeem', 'read'],
+      allowed_ips: spec.allowed_ips ?? [],
+      expires_at: spec.expires_at ?? null,
+      label: 'test',
+    },
+  );
+  return { key: r.key, keyId: r.key_id, keyPrefix: r.key_prefix };
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });

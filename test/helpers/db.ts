@@ -1,0 +1,38 @@
+// A real database for a test file: a copy of the migrated PGlite template, or the PostgreSQL
+// database of DATABASE_URL. Tests never truncate: each makes its own customers.
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import { type Database, openPglite, openPostgres } from '../../src/db/database.ts';
+import { migrate } from '../../src/db/migrate.ts';
+
+export const onPostgres = Boolean(process.env.DATABASE_URL);
+
+export interface TestDatabase {
+  db: Database;
+  /** The PGlite directory (for a server process started on the same data), or undefined. */
+  dir: string | undefined;
+  close(): Promise<void>;
+}
+
+export async function openTestDatabase(): Promise<TestDatabase> {
+  if (process.env.DATABASE_URL) {
+    const db = await openPostgres(process.env.DATABASE_URL);
+    await migrate(db);
+    return { db, dir: undefined, close: () => db.close() };
+  }
+  const template = inject('pgliteTemplate');
+  const dir = mkdtempSync(join(tmpdir(), 'rg-test-'));
+  if (template) cpSync(template, dir, { recursive: true });
+  const db = await openPglite(dir);
+  await migrate(db);
+  return {
+    db,
+    dir,
+    async close() {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
