@@ -54,13 +54,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     config.ADMIN_TOKEN ??
     readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
 
+  const codeKey = Buffer.from(
+    config.CODE_ENCRYPTION_KEY ?? readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),
+    'base64',
+  );
+  if (codeKey.length !== 32) throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
+
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: join(dataDir, 'pglite') });
   let publicApp: FastifyInstance | undefined;
   let adminApp: FastifyInstance | undefined;
   try {
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const ctx: AppContext = { db, config, clock, logger, adminToken };
+    const ctx: AppContext = { db, config, clock, logger, adminToken, codeKey };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock) : null;
 
     publicApp = await buildPublicApp(ctx);

@@ -11,4 +11,6 @@ export interface AppContext {
   logger: Logger;
   /** Operator token of the admin API (from ADMIN_TOKEN or the data directory). */
   adminToken: string;
+  /** CODE_ENCRYPTION_KEY (32 bytes): encrypts stock codes at rest and keys their lookup hash. */
+  codeKey: Buffer;
 }

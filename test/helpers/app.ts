@@ -42,6 +42,7 @@ export async function createTestApp(
     clock,
     logger: createLogger('trace', sink),
     adminToken: ADMIN_TOKEN,
+    codeKey: Buffer.alloc(32, 7),
   };
   const api = await buildPublicApp(ctx);
   const admin = await buildAdminApp(ctx);
