@@ -1,0 +1,315 @@
+// Merchants' stock of prepaid codes (contract sections 3, 8 and 10): import, counts, and
+// reservation for stock redeems. Codes are stored encrypted; a keyed hash makes them unique
+// across every customer and mode. Every function takes the query handle first, so it runs inside
+// or outside the caller's transaction.
+import type { Queryable } from '../db/database.ts';
+import type { Mode } from './accounts.ts';
+import { CATALOG_UC, CATEGORIES, categoryUc, isCategory } from './catalog.ts';
+import type { Clock } from './clock.ts';
+import { CODE_PATTERN, codeHash, codeLast4, decryptCode, encryptCode, normaliseCode } from './code-crypto.ts';
+import { chooseForUc, MAX_CODES, type Pick } from './stock-chooser.ts';
+
+export type StockState = 'available' | 'reserved' | 'consumed' | 'deleted' | 'quarantined';
+
+/** A stock code taken for a job, decrypted for the activator. Never log `code` (at most its last 4). */
+export interface ReservedCode {
+  stockId: number;
+  code: string;
+  category: string;
+  uc: number;
+}
+
+export interface ImportResult {
+  added: number;
+  duplicates: number;
+  rejected: number;
+}
+
+export interface CategoryCounts {
+  category: string;
+  uc: number;
+  available: number;
+  reserved: number;
+  quarantined: number;
+}
+
+// Rows per insert statement: keeps each statement's arrays modest for 10,000-code imports.
+const IMPORT_BATCH = 1000;
+
+/**
+ * Adds codes to a customer's stock in one mode and category. Each code is trimmed; one that does
+ * not match CODE_PATTERN is `rejected`; one already in any stock (any customer, mode or state) or
+ * earlier in this import is a `duplicate`. Safe under concurrent imports of the same codes: the
+ * unique hash decides, and only rows actually inserted count as added.
+ */
+export async function importStock(
+  q: Queryable,
+  codeKey: Buffer,
+  input: { customerId: number; mode: Mode; category: string; codes: readonly string[] },
+  clock: Clock,
+): Promise<ImportResult> {
+  const uc = categoryUc(input.category);
+  let rejected = 0;
+  let duplicates = 0;
+  const seen = new Set<string>();
+  const fresh: string[] = [];
+  for (const raw of input.codes) {
+    const code = normaliseCode(raw);
+    if (!CODE_PATTERN.test(code)) rejected++;
+    else if (seen.has(code)) duplicates++;
+    else {
+      seen.add(code);
+      fresh.push(code);
+    }
+  }
+  let added = 0;
+  const now = clock.now();
+  for (let i = 0; i < fresh.length; i += IMPORT_BATCH) {
+    const batch = fresh.slice(i, i + IMPORT_BATCH);
+    const r = await q.query(
+      `insert into stock_codes
+         (customer_id, mode, category, uc, code_hash, code_encrypted, last4, state, created_at, updated_at)
+       select $1, $2, $3, $4, h, e, l, 'available', $8, $8
+         from unnest($5::text[], $6::text[], $7::text[]) as t (h, e, l)
+       on conflict (code_hash) do nothing
+       returning id`,
+      [
+        input.customerId,
+        input.mode,
+        input.category,
+        uc,
+        batch.map((c) => codeHash(codeKey, c)),
+        batch.map((c) => encryptCode(codeKey, c)),
+        batch.map(codeLast4),
+        now,
+      ],
+    );
+    added += r.rows.length;
+    duplicates += batch.length - r.rows.length;
+  }
+  return { added, duplicates, rejected };
+}
+
+/** Counts per catalog category, in catalog order, zero counts included. */
+export async function stockCounts(q: Queryable, customerId: number, mode: Mode): Promise<CategoryCounts[]> {
+  const r = await q.query<{ category: string; state: StockState; n: number }>(
+    `select category, state, count(*)::int as n
+       from stock_codes
+      where customer_id = $1 and mode = $2 and state in ('available', 'reserved', 'quarantined')
+      group by category, state`,
+    [customerId, mode],
+  );
+  const counts = CATALOG_UC.map((uc) => ({
+    category: String(uc),
+    uc,
+    available: 0,
+    reserved: 0,
+    quarantined: 0,
+  }));
+  for (const row of r.rows) {
+    const c = counts.find((x) => x.category === row.category);
+    if (c && (row.state === 'available' || row.state === 'reserved' || row.state === 'quarantined'))
+      c[row.state] = row.n;
+  }
+  return counts;
+}
+
+/** The stock record of GET /v1/stock (less ok, request_id, mode) and of the admin customer view. */
+export async function stockSummary(q: Queryable, customerId: number, mode: Mode) {
+  const categories = await stockCounts(q, customerId, mode);
+  return {
+    categories,
+    total_available: categories.reduce((n, c) => n + c.available, 0),
+    total_uc_available: categories.reduce((n, c) => n + c.available * c.uc, 0),
+  };
+}
+
+/** Available codes per category (every catalog category present), for the chooser. */
+export async function availableCounts(
+  q: Queryable,
+  customerId: number,
+  mode: Mode,
+): Promise<Record<string, number>> {
+  const r = await q.query<{ category: string; n: number }>(
+    `select category, count(*)::int as n from stock_codes
+      where customer_id = $1 and mode = $2 and state = 'available'
+      group by category`,
+    [customerId, mode],
+  );
+  const available: Record<string, number> = Object.fromEntries(CATEGORIES.map((c) => [c, 0]));
+  for (const row of r.rows) if (isCategory(row.category)) available[row.category] = row.n;
+  return available;
+}
+
+interface LockedRow {
+  id: number;
+  category: string;
+  uc: number;
+  codeEncrypted: string;
+}
+
+/** Locks up to `limit` of the oldest available codes of a category that no other transaction holds. */
+async function lockAvailable(
+  tx: Queryable,
+  customerId: number,
+  mode: Mode,
+  category: string,
+  limit: number,
+): Promise<LockedRow[]> {
+  const r = await tx.query<LockedRow>(
+    `select id, category, uc, code_encrypted as "codeEncrypted"
+       from stock_codes
+      where customer_id = $1 and mode = $2 and category = $3 and state = 'available'
+      order by id
+      limit $4
+      for update skip locked`,
+    [customerId, mode, category, limit],
+  );
+  return r.rows;
+}
+
+async function markReserved(
+  tx: Queryable,
+  codeKey: Buffer,
+  rows: readonly LockedRow[],
+  reservedBy: string,
+  clock: Clock,
+): Promise<ReservedCode[]> {
+  if (rows.length > 0) {
+    await tx.query(
+      `update stock_codes set state = 'reserved', reserved_by = $2, updated_at = $3
+        where id = any($1::bigint[])`,
+      [rows.map((r) => r.id), reservedBy, clock.now()],
+    );
+  }
+  return rows.map((r) => ({
+    stockId: r.id,
+    code: decryptCode(codeKey, r.codeEncrypted),
+    category: r.category,
+    uc: r.uc,
+  }));
+}
+
+function checkPicks(picks: readonly Pick[]): Map<string, number> {
+  const totals = new Map<string, number>();
+  for (const p of picks) {
+    if (!isCategory(p.category)) throw new Error(`unknown stock category: ${JSON.stringify(p.category)}`);
+    if (!Number.isSafeInteger(p.count) || p.count < 0) throw new Error(`bad stock pick count: ${p.count}`);
+    totals.set(p.category, (totals.get(p.category) ?? 0) + p.count);
+  }
+  return totals;
+}
+
+/**
+ * Reserves the oldest available codes (id order) for every pick, for the job `reservedBy`, and
+ * returns them decrypted: picks in the order given, codes in id order within a pick. Rows that
+ * another transaction is taking are skipped (`FOR UPDATE SKIP LOCKED`), so one code never goes to
+ * two jobs. When any category lacks enough codes, returns null and changes nothing (rows it looked
+ * at stay locked until the caller's transaction ends). Run it inside the caller's transaction.
+ */
+export async function reserveStock(
+  tx: Queryable,
+  codeKey: Buffer,
+  input: { customerId: number; mode: Mode; picks: readonly Pick[]; reservedBy: string },
+  clock: Clock,
+): Promise<ReservedCode[] | null> {
+  const totals = checkPicks(input.picks);
+  const locked = new Map<string, LockedRow[]>();
+  for (const [category, count] of totals) {
+    if (count === 0) continue;
+    const rows = await lockAvailable(tx, input.customerId, input.mode, category, count);
+    if (rows.length < count) return null;
+    locked.set(category, rows);
+  }
+  const ordered: LockedRow[] = [];
+  for (const p of input.picks) ordered.push(...locked.get(p.category)!.splice(0, p.count));
+  return markReserved(tx, codeKey, ordered, input.reservedBy, clock);
+}
+
+/**
+ * Reserves the fewest available codes whose UC values sum exactly to `uc` (stock-chooser.ts
+ * decides which, largest packs first), or returns null when no combination of the available stock
+ * makes it. Result order: largest pack first, codes in id order.
+ *
+ * First tries the committed counts. If another transaction is taking some of those codes at the
+ * same moment, it falls back to locking (SKIP LOCKED) up to 50 codes of each category, which are
+ * exactly the codes this transaction can have, and chooses among those; the extra locks last
+ * until the caller's transaction ends.
+ */
+export async function reserveForUc(
+  tx: Queryable,
+  codeKey: Buffer,
+  input: { customerId: number; mode: Mode; uc: number; reservedBy: string },
+  clock: Clock,
+): Promise<ReservedCode[] | null> {
+  const available = await availableCounts(tx, input.customerId, input.mode);
+  const picks = chooseForUc(input.uc, available);
+  if (!picks) return null;
+  const fast = await reserveStock(tx, codeKey, { ...input, picks }, clock);
+  if (fast) return fast;
+
+  const lockedByCategory = new Map<string, LockedRow[]>();
+  const lockedCounts: Record<string, number> = {};
+  for (const category of CATEGORIES) {
+    const rows = await lockAvailable(tx, input.customerId, input.mode, category, MAX_CODES);
+    lockedByCategory.set(category, rows);
+    lockedCounts[category] = rows.length;
+  }
+  const choice = chooseForUc(input.uc, lockedCounts);
+  if (!choice) return null;
+  const ordered = choice.flatMap((p) => lockedByCategory.get(p.category)!.slice(0, p.count));
+  return markReserved(tx, codeKey, ordered, input.reservedBy, clock);
+}
+
+/**
+ * Moves codes to `state`. 'available' puts them back in stock and clears reserved_by; the other
+ * states keep reserved_by as the record of the job that used them. Returns the rows changed.
+ */
+export async function setStockState(
+  q: Queryable,
+  stockIds: readonly number[],
+  state: 'available' | 'consumed' | 'deleted' | 'quarantined',
+  clock: Clock,
+): Promise<number> {
+  if (stockIds.length === 0) return 0;
+  const r = await q.query(
+    `update stock_codes
+        set state = $2, updated_at = $3,
+            reserved_by = case when $2 = 'available' then null else reserved_by end
+      where id = any($1::bigint[])`,
+    [stockIds, state, clock.now()],
+  );
+  return r.rowCount;
+}
+
+/** Ids of the codes a job still holds reserved, in id order (for releasing after a crash). */
+export async function reservedStockIds(q: Queryable, reservedBy: string): Promise<number[]> {
+  const r = await q.query<{ id: number }>(
+    `select id from stock_codes where reserved_by = $1 and state = 'reserved' order by id`,
+    [reservedBy],
+  );
+  return r.rows.map((row) => row.id);
+}
+
+/** One stock code decrypted, with its category and state; null for an unknown id. */
+export async function stockCode(
+  q: Queryable,
+  codeKey: Buffer,
+  stockId: number,
+): Promise<(ReservedCode & { state: StockState; reservedBy: string | null }) | null> {
+  const r = await q.query<LockedRow & { state: StockState; reservedBy: string | null }>(
+    `select id, category, uc, code_encrypted as "codeEncrypted", state, reserved_by as "reservedBy"
+       from stock_codes where id = $1`,
+    [stockId],
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  return {
+    stockId: row.id,
+    code: decryptCode(codeKey, row.codeEncrypted),
+    category: row.category,
+    uc: row.uc,
+    state: row.state,
+    reservedBy: row.reservedBy,
+  };
+}
