@@ -11,6 +11,9 @@ import { issueKey } from './core/keys.ts';
 import { appendLedger } from './core/wallet.ts';
 import { type Database, openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
+import { createSandboxActivator } from './activators/sandbox.ts';
+import { SWEEP_MS } from './core/instance.ts';
+import { recoverOrphanedJobs } from './core/recovery.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { AppContext } from './http/context.ts';
 import { buildPublicApp } from './http/public-app.ts';
@@ -66,8 +69,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   try {
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const ctx: AppContext = { db, config, clock, logger, adminToken, codeKey };
+    const sandbox = createSandboxActivator({ db, codeKey, clock });
+    if (config.ACTIVATOR === 'http') throw new Error('ACTIVATOR=http: the http activator is not available in this build yet');
+    const ctx: AppContext = { db, config, clock, logger, adminToken, codeKey, activatorFor: () => sandbox };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock) : null;
+
+    // Jobs whose process stopped: on the embedded database only this process runs, so every
+    // running job is orphaned and is settled before the first request is answered.
+    await recoverOrphanedJobs(ctx, { all: db.kind === 'pglite' });
+    const sweeper = setInterval(() => {
+      recoverOrphanedJobs(ctx, { all: false }).catch((err) => logger.error({ err }, 'job sweep failed'));
+    }, SWEEP_MS);
+    sweeper.unref();
 
     publicApp = await buildPublicApp(ctx);
     adminApp = await buildAdminApp(ctx);
@@ -83,6 +96,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       publicUrl,
       adminUrl,
       async stop() {
+        clearInterval(sweeper);
         await Promise.allSettled([publicApp!.close(), adminApp!.close()]);
         await db.close();
       },

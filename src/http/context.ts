@@ -1,6 +1,8 @@
 // What the HTTP apps and the workers share: database, config, clock, logger, activators.
 import type { Logger } from 'pino';
+import type { Activator } from '../activators/activator.ts';
 import type { Config } from '../config.ts';
+import type { Mode } from '../core/accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Database } from '../db/database.ts';
 
@@ -13,4 +15,6 @@ export interface AppContext {
   adminToken: string;
   /** CODE_ENCRYPTION_KEY (32 bytes): encrypts stock codes at rest and keys their lookup hash. */
   codeKey: Buffer;
+  /** The activator for a key's mode: test keys always get the sandbox. */
+  activatorFor(mode: Mode): Activator;
 }

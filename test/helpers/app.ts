@@ -3,6 +3,7 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type Config, loadConfig } from '../../src/config.ts';
+import { createSandboxActivator } from '../../src/activators/sandbox.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { buildAdminApp } from '../../src/http/admin-app.ts';
 import type { AppContext } from '../../src/http/context.ts';
@@ -24,7 +25,7 @@ export interface TestApp {
 }
 
 export async function createTestApp(
-  opts: { env?: Record<string, string>; clock?: ManualClock } = {},
+  opts: { env?: Record<string, string>; clock?: ManualClock; sandboxSlowMs?: number } = {},
 ): Promise<TestApp> {
   const testDb = await openTestDatabase();
   const logs: string[] = [];
@@ -36,13 +37,16 @@ export async function createTestApp(
   });
   const config: Config = loadConfig({ LOG_LEVEL: 'info', ...opts.env });
   const clock = opts.clock ?? new ManualClock('2026-11-22T09:00:00Z');
+  const codeKey = Buffer.alloc(32, 7);
+  const sandbox = createSandboxActivator({ db: testDb.db, codeKey, clock, slowMs: opts.sandboxSlowMs });
   const ctx: AppContext = {
     db: testDb.db,
     config,
     clock,
     logger: createLogger('trace', sink),
     adminToken: ADMIN_TOKEN,
-    codeKey: Buffer.alloc(32, 7),
+    codeKey,
+    activatorFor: () => sandbox,
   };
   const api = await buildPublicApp(ctx);
   const admin = await buildAdminApp(ctx);

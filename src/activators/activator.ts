@@ -1,0 +1,25 @@
+// The seam to the game's redemption backend (contract section 9).
+import type { Mode } from '../core/accounts.ts';
+
+export type ActivationStatus = 'activated' | 'code_used' | 'invalid_code' | 'bad_player' | 'failed';
+
+export interface ActivationOutcome {
+  status: ActivationStatus;
+  /** True when the code was sent but the answer never came: it may have been consumed. */
+  unknown?: boolean;
+  category?: string | null;
+  uc?: number | null;
+}
+
+export interface CodeStatus {
+  /** Whether the upstream has redeemed the code, and for which player when it says. */
+  redeemed: boolean;
+  playerId?: string | null;
+}
+
+export interface Activator {
+  readonly name: string;
+  activate(input: { mode: Mode; code: string; playerId: string }): Promise<ActivationOutcome>;
+  /** Asks whether a code was redeemed, to settle an unknown outcome; null when it cannot tell. */
+  status(input: { mode: Mode; code: string }): Promise<CodeStatus | null>;
+}

@@ -1,0 +1,55 @@
+// The sandbox activator (contract section 9): deterministic, no network. Its memory of activated
+// codes lives in the sandbox_redemptions table, per mode, keyed by the code's keyed hash.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CATALOG_UC } from '../core/catalog.ts';
+import type { Clock } from '../core/clock.ts';
+import { codeHash } from '../core/code-crypto.ts';
+import type { Queryable } from '../db/database.ts';
+import type { Activator, ActivationOutcome } from './activator.ts';
+
+export const SANDBOX_SLOW_MS = 2000;
+
+/** A caller code reports a category when it ends in -<size> of the catalog (GIFT-AB12CD-660). */
+function categoryOf(code: string): { category: string | null; uc: number | null } {
+  const m = /-(\d+)$/.exec(code);
+  const uc = m ? Number(m[1]) : null;
+  return uc !== null && (CATALOG_UC as readonly number[]).includes(uc) ? { category: String(uc), uc } : { category: null, uc: null };
+}
+
+export function createSandboxActivator(deps: { db: Queryable; codeKey: Buffer; clock: Clock; slowMs?: number }): Activator {
+  const slowMs = deps.slowMs ?? SANDBOX_SLOW_MS;
+  return {
+    name: 'sandbox',
+    async activate({ mode, code, playerId }): Promise<ActivationOutcome> {
+      const reported = categoryOf(code);
+      const answer = (status: ActivationOutcome['status'], unknown = false): ActivationOutcome => ({
+        status,
+        unknown,
+        ...reported,
+      });
+      if (playerId.startsWith('000')) return answer('bad_player');
+      if (code.includes('USED')) return answer('code_used');
+      if (code.includes('INVALID')) return answer('invalid_code');
+      if (code.includes('FAIL')) return answer('failed');
+      if (code.includes('TIMEOUT')) return answer('failed', true);
+      const inserted = await deps.db.query(
+        `insert into sandbox_redemptions (mode, code_hash, player_id, created_at) values ($1, $2, $3, $4)
+         on conflict do nothing`,
+        [mode, codeHash(deps.codeKey, code), playerId, deps.clock.now()],
+      );
+      if (inserted.rowCount === 0) return answer('code_used');
+      // A SLOW code is consumed at once and answered late, like an upstream that is slow to reply.
+      if (code.includes('SLOW')) await sleep(slowMs);
+      return answer('activated');
+    },
+    async status({ mode, code }) {
+      if (code.includes('USED')) return { redeemed: true, playerId: null };
+      const r = await deps.db.query<{ playerId: string }>(
+        'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = $2',
+        [mode, codeHash(deps.codeKey, code)],
+      );
+      const row = r.rows[0];
+      return row ? { redeemed: true, playerId: row.playerId } : { redeemed: false };
+    },
+  };
+}

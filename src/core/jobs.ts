@@ -1,0 +1,141 @@
+// SQL for jobs and their codes, and the redeem result built from them. The result is never
+// stored as text: it holds codes, which are bearer value, so it is rebuilt from the (encrypted)
+// rows whenever it is answered or replayed.
+import type { Queryable } from '../db/database.ts';
+import type { ActivationStatus } from '../activators/activator.ts';
+import type { Mode } from './accounts.ts';
+import { decryptCode } from './code-crypto.ts';
+
+export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
+export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'interrupted';
+
+export interface JobRow {
+  id: string;
+  customerId: number;
+  mode: Mode;
+  idempotencyKey: string;
+  isAsync: boolean;
+  status: JobStatus;
+  source: 'codes' | 'stock';
+  playerId: string;
+  reference: string | null;
+  total: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  error: Record<string, unknown> | null;
+}
+
+export interface JobCodeRow {
+  position: number;
+  codeHash: string;
+  codeEncrypted: string;
+  last4: string;
+  stockId: number | null;
+  category: string | null;
+  uc: number | null;
+  state: 'pending' | 'sending' | 'done';
+  status: ActivationStatus | null;
+  errorCode: string | null;
+  disposition: Disposition | null;
+  billed: boolean | null;
+  reused: boolean;
+}
+
+const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "idempotencyKey", is_async as "isAsync",
+  status, source, player_id as "playerId", reference, total, lease_owner as "leaseOwner",
+  lease_expires_at as "leaseExpiresAt", created_at as "createdAt", started_at as "startedAt",
+  finished_at as "finishedAt", error`;
+
+const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted", last4,
+  stock_id as "stockId", category, uc, state, status, error_code as "errorCode", disposition, billed, reused`;
+
+export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | null> {
+  const r = await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId]);
+  return r.rows[0] ?? null;
+}
+
+export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {
+  const r = await q.query<JobCodeRow>(`select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`, [
+    jobId,
+  ]);
+  return r.rows;
+}
+
+export const ERROR_CODE_OF: Record<ActivationStatus, string> = {
+  activated: '',
+  code_used: 'CODE_USED',
+  invalid_code: 'INVALID_CODE',
+  bad_player: 'CHARACTER_NOT_FOUND',
+  failed: 'ACTIVATION_FAILED',
+};
+
+export const BILLED_STATUSES: ReadonlySet<ActivationStatus> = new Set(['activated', 'code_used', 'invalid_code']);
+
+/** The disposition table of contract section 3. */
+export function dispositionOf(status: ActivationStatus, unknown: boolean, source: 'codes' | 'stock'): Disposition {
+  if (status === 'activated') return 'consumed';
+  if (status === 'code_used' || status === 'invalid_code') return 'deleted';
+  if (status === 'failed' && unknown) return 'quarantined';
+  return source === 'stock' ? 'returned' : 'kept';
+}
+
+/** The stock state a disposition leaves a stock code in. */
+export const STOCK_STATE_OF: Record<Disposition, 'consumed' | 'deleted' | 'available' | 'quarantined'> = {
+  consumed: 'consumed',
+  deleted: 'deleted',
+  kept: 'available',
+  returned: 'available',
+  quarantined: 'quarantined',
+};
+
+export interface CodeResult {
+  code: string;
+  category: string | null;
+  uc: number | null;
+  status: string;
+  error_code: string;
+  disposition: string;
+  billed: boolean;
+}
+
+export function codeResults(rows: JobCodeRow[], codeKey: Buffer): CodeResult[] {
+  return rows
+    .filter((r) => r.state === 'done')
+    .map((r) => ({
+      code: decryptCode(codeKey, r.codeEncrypted),
+      category: r.category,
+      uc: r.uc,
+      status: r.status!,
+      error_code: r.errorCode ?? '',
+      disposition: r.disposition!,
+      billed: r.billed === true,
+    }));
+}
+
+/** The redeem result of contract section 3 (the caller adds request_id, and job_id for jobs). */
+export function buildResult(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
+  const codes = codeResults(rows, codeKey);
+  const summary = { activated: 0, code_used: 0, invalid_code: 0, bad_player: 0, failed: 0 };
+  let ucDelivered = 0;
+  let billed = 0;
+  for (const c of codes) {
+    if (c.status in summary) summary[c.status as keyof typeof summary] += 1;
+    if (c.status === 'activated') ucDelivered += c.uc ?? 0;
+    if (c.billed) billed += 1;
+  }
+  return {
+    ok: summary.activated > 0,
+    player_id: job.playerId,
+    mode: job.mode,
+    source: job.source,
+    reference: job.reference,
+    codes,
+    summary,
+    uc_delivered: ucDelivered,
+    billed_requests: billed,
+    refunded_requests: codes.length - billed,
+  };
+}

@@ -1,0 +1,90 @@
+// Finishing what a stopped process left behind (contract sections 4 and 5). A job whose process
+// died (or whose sync request ended in a 5xx) is settled here:
+//   - a code that was out with the upstream is settled by a status check when the activator can
+//     tell (redeemed for this player: activated and billed once; not redeemed: refunded and kept
+//     or returned), else it is failed, quarantined and refunded;
+//   - codes never sent are released: their holds refunded, their stock available again;
+//   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
+//     an async job's key answers 503 job_interrupted from now on.
+import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import { loadJob, loadJobCodes } from './jobs.ts';
+import { recordOutcome, type RedeemDeps } from './redeem.ts';
+import { releaseOne } from './billing.ts';
+import { decryptCode } from './code-crypto.ts';
+import { setStockState } from './stock.ts';
+
+/**
+ * Takes over and settles every job that is running without a live owner: with `all`, every
+ * running job (the embedded database at start, where only this process runs); otherwise those
+ * whose lease has run out. Returns the ids settled.
+ */
+export async function recoverOrphanedJobs(deps: RedeemDeps, opts: { all: boolean }): Promise<string[]> {
+  const now = deps.clock.now();
+  const claimed = await deps.db.query<{ id: string }>(
+    `update jobs set lease_owner = $1, lease_expires_at = $2
+      where status = 'running' and ($3 or lease_expires_at < $4 or lease_owner is null)
+      returning id`,
+    [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), opts.all, now],
+  );
+  const settled: string[] = [];
+  for (const { id } of claimed.rows) {
+    try {
+      await settleStoppedJob(deps, id, 'interrupted');
+      settled.push(id);
+    } catch (err) {
+      deps.logger.error({ err, jobId: id }, 'could not settle an interrupted job; the sweeper will try again');
+    }
+  }
+  return settled;
+}
+
+/** Settles one job that stopped before finishing, as `interrupted` (process gone) or `failed` (crash). */
+export async function settleStoppedJob(deps: RedeemDeps, jobId: string, as: 'interrupted' | 'failed'): Promise<void> {
+  const job = await loadJob(deps.db, jobId);
+  if (!job || (job.status !== 'running' && job.status !== 'queued')) return;
+  const rows = await loadJobCodes(deps.db, jobId);
+
+  // Codes that were out with the upstream: ask it what happened (outside any transaction).
+  for (const row of rows.filter((r) => r.state === 'sending')) {
+    let outcome: { status: 'activated' | 'failed'; unknown: boolean } = { status: 'failed', unknown: true };
+    try {
+      const code = decryptCode(deps.codeKey, row.codeEncrypted);
+      const status = await deps.activatorFor(job.mode).status({ mode: job.mode, code });
+      if (status && !status.redeemed) outcome = { status: 'failed', unknown: false };
+      else if (status?.redeemed && status.playerId === job.playerId) outcome = { status: 'activated', unknown: false };
+    } catch (err) {
+      deps.logger.warn({ err, jobId, code: `…${row.last4}` }, 'status check failed; code quarantined');
+    }
+    await recordOutcome(deps, job, row, outcome, 'sending');
+  }
+
+  await deps.db.transaction(async (tx) => {
+    const locked = await tx.query<{ status: string }>('select status from jobs where id = $1 for update', [jobId]);
+    if (locked.rows[0]?.status !== 'running' && locked.rows[0]?.status !== 'queued') return;
+    const pending = (await loadJobCodes(tx, jobId)).filter((r) => r.state === 'pending');
+    for (const _ of pending) await releaseOne(tx, jobId);
+    const stockIds = pending.flatMap((r) => (r.stockId === null ? [] : [r.stockId]));
+    await setStockState(tx, stockIds, 'available', deps.clock);
+
+    // Stored without codes (bearer value); the job view adds the recorded outcomes from the rows.
+    const error =
+      as === 'interrupted'
+        ? { error_code: 'job_interrupted', message: 'the job was stopped by a server restart; unused stock and quota were restored' }
+        : { error_code: 'internal', message: 'the job failed on the service side; every hold was released' };
+    await tx.query(`update jobs set status = $2, error = $3, finished_at = $4, lease_owner = null where id = $1`, [
+      jobId,
+      as,
+      JSON.stringify(error),
+      deps.clock.now(),
+    ]);
+    // A sync key is released so the same key can be retried; an async key keeps pointing at
+    // its job, whose state decides the answer (503 job_interrupted, or the 202 replay).
+    if (!job.isAsync) {
+      await tx.query(
+        `update idempotency_keys set state = 'released' where customer_id = $1 and mode = $2 and key = $3 and job_id = $4`,
+        [job.customerId, job.mode, job.idempotencyKey, jobId],
+      );
+    }
+  });
+}
+

@@ -1,0 +1,341 @@
+// A redeem as a sequence of atomic phases (DESIGN: the database is the coordinator).
+//   Phase 1, one transaction: idempotency key, stock reservation, billing hold, the job and its codes.
+//   Per code: mark it out with the upstream (committed), call the activator outside any
+//   transaction, then record the outcome with its capture or release in one transaction.
+//   Last: finish the job and make its key replayable.
+// A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
+import type { Activator } from '../activators/activator.ts';
+import type { Queryable } from '../db/database.ts';
+import { isPgError, PG_UNIQUE_VIOLATION } from '../db/database.ts';
+import { ApiError } from '../http/errors.ts';
+import type { Mode } from './accounts.ts';
+import { applyHold, captureOne, decideHold, type Hold, loadLockedState, releaseOne } from './billing.ts';
+import { type Clock, utcDay } from './clock.ts';
+import { codeHash, codeLast4, decryptCode, encryptCode } from './code-crypto.ts';
+import { newJobId } from './ids.ts';
+import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import {
+  BILLED_STATUSES,
+  dispositionOf,
+  ERROR_CODE_OF,
+  type JobCodeRow,
+  type JobRow,
+  loadJob,
+  loadJobCodes,
+  STOCK_STATE_OF,
+} from './jobs.ts';
+import type { RedeemRequest } from './redeem-request.ts';
+import { type ReservedCode, reserveForUc, reserveStock, setStockState } from './stock.ts';
+import type { Database } from '../db/database.ts';
+import type { Logger } from 'pino';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/** Codes of one job sent to the upstream at once. */
+export const CODE_CONCURRENCY = 5;
+
+export interface RedeemDeps {
+  db: Database;
+  clock: Clock;
+  codeKey: Buffer;
+  logger: Logger;
+  activatorFor(mode: Mode): Activator;
+}
+
+export interface Caller {
+  customerId: number;
+  mode: Mode;
+}
+
+interface KeyRow {
+  fingerprint: string;
+  state: 'in_progress' | 'done' | 'released';
+  jobId: string | null;
+  responseStatus: number | null;
+  responseRequestId: string | null;
+}
+
+export type StartResult =
+  | { kind: 'replay'; jobId: string; status: number; requestId: string }
+  | { kind: 'started'; jobId: string };
+
+interface NewCode {
+  code: string;
+  stockId: number | null;
+  category: string | null;
+  uc: number | null;
+}
+
+/**
+ * Phase 1: checks steps 10 to 12 of contract section 3 under the account lock, then takes the
+ * idempotency key, reserves stock, holds billing and writes the job. Throws the refusal as an
+ * ApiError; a refusal changes nothing.
+ */
+export async function startRedeem(
+  deps: RedeemDeps,
+  caller: Caller,
+  input: { idempotencyKey: string; fingerprint: string; request: RedeemRequest; requestId: string },
+): Promise<StartResult> {
+  const { clock, codeKey } = deps;
+  return deps.db.transaction(async (tx) => {
+    const now = clock.now();
+    const state = await loadLockedState(tx, caller.customerId, caller.mode, now);
+
+    // Step 10: idempotency.
+    const key = await readKey(tx, caller, input.idempotencyKey, now);
+    let previous: JobRow | null = null;
+    if (key) {
+      if (key.fingerprint !== input.fingerprint) {
+        throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request');
+      }
+      if (key.state === 'in_progress') {
+        throw new ApiError('idempotency_in_progress', 'an identical request is still running', {}, { 'Retry-After': '1' });
+      }
+      if (key.state === 'done') {
+        const job = await loadJob(tx, key.jobId!);
+        if (job?.isAsync && job.status === 'interrupted') {
+          throw new ApiError('job_interrupted', 'the job was stopped by a server restart; retry with a new key', {
+            job_id: job.id,
+          });
+        }
+        return { kind: 'replay', jobId: key.jobId!, status: key.responseStatus!, requestId: key.responseRequestId! };
+      }
+      // Released after a 5xx: resume, reusing every outcome already recorded.
+      previous = key.jobId ? await loadJob(tx, key.jobId) : null;
+    }
+
+    const jobId = newJobId();
+    const reused = previous ? (await loadJobCodes(tx, previous.id)).filter((r) => r.state === 'done') : [];
+    // Step 11: the codes still to attempt (and stock for them).
+    const todo = await codesToAttempt(tx, deps, caller, input.request, jobId, previous);
+    if (!todo) throw new ApiError('no_stock', 'not enough stock for this request; add codes or send codes yourself');
+
+    // Step 12: billing for the codes to attempt.
+    const hold: Hold =
+      todo.length > 0 ? decideHold(state, todo.length, now) : { day: utcDay(now), rateMicros: 0, included: 0, wallet: 0 };
+    await applyHold(tx, caller.customerId, caller.mode, hold);
+
+    const req = input.request;
+    const total = reused.length + todo.length;
+    await tx.query(
+      `insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, reference, total,
+                         hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at, started_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+      [
+        jobId,
+        caller.customerId,
+        caller.mode,
+        input.idempotencyKey,
+        req.async,
+        req.async ? 'queued' : 'running',
+        req.source,
+        req.playerId,
+        req.reference,
+        total,
+        hold.day,
+        hold.rateMicros,
+        hold.included,
+        hold.wallet,
+        req.async ? null : INSTANCE_ID,
+        req.async ? null : new Date(now.getTime() + LEASE_MS),
+        now,
+        req.async ? null : now,
+      ],
+    );
+    let position = 0;
+    for (const r of reused) {
+      await tx.query(
+        `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state,
+                                status, error_code, disposition, billed, reused, finished_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, 'done', $9, $10, $11, $12, true, $13)`,
+        [jobId, position++, r.codeHash, r.codeEncrypted, r.last4, r.stockId, r.category, r.uc, r.status, r.errorCode, r.disposition, r.billed, now],
+      );
+    }
+    for (const c of todo) {
+      await tx.query(
+        `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
+        [jobId, position++, codeHash(codeKey, c.code), encryptCode(codeKey, c.code), codeLast4(c.code), c.stockId, c.category, c.uc],
+      );
+    }
+    await takeKey(tx, caller, input, jobId, now);
+    return { kind: 'started', jobId };
+  });
+}
+
+async function readKey(tx: Queryable, caller: Caller, key: string, now: Date): Promise<KeyRow | null> {
+  const r = await tx.query<KeyRow>(
+    `select fingerprint, state, job_id as "jobId", response_status as "responseStatus",
+            response_request_id as "responseRequestId"
+       from idempotency_keys where customer_id = $1 and mode = $2 and key = $3 and expires_at > $4`,
+    [caller.customerId, caller.mode, key, now],
+  );
+  return r.rows[0] ?? null;
+}
+
+async function takeKey(
+  tx: Queryable,
+  caller: Caller,
+  input: { idempotencyKey: string; fingerprint: string },
+  jobId: string,
+  now: Date,
+) {
+  // An expired row (older than 24 hours) is replaced as if it were absent.
+  await tx.query(
+    `insert into idempotency_keys (customer_id, mode, key, fingerprint, state, job_id, created_at, expires_at)
+     values ($1, $2, $3, $4, 'in_progress', $5, $6, $7)
+     on conflict (customer_id, mode, key) do update
+       set fingerprint = excluded.fingerprint, state = 'in_progress', job_id = excluded.job_id,
+           response_status = null, response_request_id = null,
+           created_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.created_at else idempotency_keys.created_at end,
+           expires_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.expires_at else idempotency_keys.expires_at end`,
+    [caller.customerId, caller.mode, input.idempotencyKey, input.fingerprint, jobId, now, new Date(now.getTime() + IDEMPOTENCY_TTL_MS)],
+  );
+}
+
+/**
+ * The codes a new job must attempt. A resumed key attempts only what its earlier job left
+ * pending: caller codes by position, stock by category (fresh codes are reserved). Returns null
+ * when stock runs short.
+ */
+async function codesToAttempt(
+  tx: Queryable,
+  deps: RedeemDeps,
+  caller: Caller,
+  req: RedeemRequest,
+  jobId: string,
+  previous: JobRow | null,
+): Promise<NewCode[] | null> {
+  const reserve = (picks: { category: string; count: number }[]) =>
+    reserveStock(tx, deps.codeKey, { ...caller, picks, reservedBy: jobId }, deps.clock);
+  const fromStock = (codes: ReservedCode[] | null) =>
+    codes?.map((c) => ({ code: c.code, stockId: c.stockId, category: c.category, uc: c.uc })) ?? null;
+
+  if (previous) {
+    const pending = (await loadJobCodes(tx, previous.id)).filter((r) => r.state !== 'done');
+    if (req.source === 'codes') {
+      return pending.map((r) => ({ code: decryptCode(deps.codeKey, r.codeEncrypted), stockId: null, category: null, uc: null }));
+    }
+    const picks: { category: string; count: number }[] = [];
+    for (const r of pending) {
+      const last = picks.at(-1);
+      if (last && last.category === r.category) last.count += 1;
+      else picks.push({ category: r.category!, count: 1 });
+    }
+    return picks.length ? fromStock(await reserve(picks)) : [];
+  }
+  if (req.source === 'codes') return req.codes.map((code) => ({ code, stockId: null, category: null, uc: null }));
+  if ('packs' in req) return fromStock(await reserve(req.packs));
+  return fromStock(await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock));
+}
+
+/** Runs every pending code of a job, a few at a time. Returns how many requests this run billed. */
+export async function executeJob(deps: RedeemDeps, jobId: string): Promise<number> {
+  const job = await loadJob(deps.db, jobId);
+  if (!job) throw new Error(`job ${jobId} not found`);
+  const pending = (await loadJobCodes(deps.db, jobId)).filter((r) => r.state === 'pending');
+  let billed = 0;
+  let next = 0;
+  const heartbeat = setInterval(() => {
+    void extendLease(deps, jobId).catch((err) => deps.logger.warn({ err, jobId }, 'lease heartbeat failed'));
+  }, LEASE_MS / 3);
+  try {
+    const worker = async () => {
+      while (next < pending.length) {
+        const row = pending[next++]!;
+        if (await attemptCode(deps, job, row)) billed += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CODE_CONCURRENCY, pending.length) }, worker));
+  } finally {
+    clearInterval(heartbeat);
+  }
+  return billed;
+}
+
+async function extendLease(deps: RedeemDeps, jobId: string) {
+  await deps.db.query('update jobs set lease_expires_at = $3 where id = $1 and lease_owner = $2', [
+    jobId,
+    INSTANCE_ID,
+    new Date(deps.clock.now().getTime() + LEASE_MS),
+  ]);
+}
+
+/** One code: mark it out with the upstream, call the activator, record the outcome. Returns billed. */
+async function attemptCode(deps: RedeemDeps, job: JobRow, row: JobCodeRow): Promise<boolean> {
+  const { db, clock } = deps;
+  const code = decryptCode(deps.codeKey, row.codeEncrypted);
+  try {
+    // Only while this process still owns the running job: once recovery has taken it over (a
+    // lost lease), its pending codes were released and must not be sent.
+    const marked = await db.query(
+      `update job_codes set state = 'sending', started_at = $3
+        where job_id = $1 and position = $2 and state = 'pending'
+          and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $4)`,
+      [job.id, row.position, clock.now(), INSTANCE_ID],
+    );
+    if (marked.rowCount === 0) return false;
+  } catch (err) {
+    if (!isPgError(err, PG_UNIQUE_VIOLATION)) throw err;
+    // The same code is out with the upstream for another request: never send it twice at once.
+    await recordOutcome(deps, job, row, { status: 'failed', unknown: false }, 'pending');
+    return false;
+  }
+  let outcome: { status: JobCodeRow['status'] & string; unknown?: boolean; category?: string | null; uc?: number | null };
+  try {
+    outcome = await deps.activatorFor(job.mode).activate({ mode: job.mode, code, playerId: job.playerId });
+  } catch (err) {
+    // The code may have reached the upstream: its fate is unknown until a status check.
+    deps.logger.warn({ err, jobId: job.id, code: `…${row.last4}` }, 'activator call failed');
+    outcome = { status: 'failed', unknown: true };
+  }
+  await recordOutcome(deps, job, row, outcome, 'sending');
+  return BILLED_STATUSES.has(outcome.status);
+}
+
+/** Records a code's outcome with its capture or release and its stock state, in one transaction. */
+export async function recordOutcome(
+  deps: Pick<RedeemDeps, 'db' | 'clock'>,
+  job: Pick<JobRow, 'id' | 'source'>,
+  row: Pick<JobCodeRow, 'position' | 'stockId' | 'category' | 'uc'>,
+  outcome: { status: JobCodeRow['status'] & string; unknown?: boolean; category?: string | null; uc?: number | null },
+  fromState: 'pending' | 'sending',
+  tx?: Queryable,
+): Promise<void> {
+  const status = outcome.status;
+  const billed = BILLED_STATUSES.has(status);
+  const disposition = dispositionOf(status, outcome.unknown === true, job.source);
+  const work = async (q: Queryable) => {
+    const updated = await q.query(
+      `update job_codes set state = 'done', status = $3, error_code = $4, disposition = $5, billed = $6,
+              category = coalesce(category, $7), uc = coalesce(uc, $8), finished_at = $9
+        where job_id = $1 and position = $2 and state = $10`,
+      [job.id, row.position, status, ERROR_CODE_OF[status], disposition, billed, outcome.category ?? null, outcome.uc ?? null, deps.clock.now(), fromState],
+    );
+    // Recorded already (by recovery racing a slow process): never bill twice.
+    if (updated.rowCount === 0) return;
+    if (billed) await captureOne(q, job.id, deps.clock);
+    else await releaseOne(q, job.id);
+    if (row.stockId !== null) await setStockState(q, [row.stockId], STOCK_STATE_OF[disposition], deps.clock);
+    await q.query('update jobs set lease_expires_at = greatest(lease_expires_at, $2) where id = $1', [
+      job.id,
+      new Date(deps.clock.now().getTime() + LEASE_MS),
+    ]);
+  };
+  if (tx) await work(tx);
+  else await deps.db.transaction(work);
+}
+
+/** Last phase of a sync redeem: the job is completed and its key answers with a replay. */
+export async function finishSyncJob(deps: RedeemDeps, caller: Caller, jobId: string, status: number, requestId: string) {
+  await deps.db.transaction(async (tx) => {
+    await tx.query(`update jobs set status = 'completed', finished_at = $2, lease_owner = null where id = $1`, [
+      jobId,
+      deps.clock.now(),
+    ]);
+    await tx.query(
+      `update idempotency_keys set state = 'done', response_status = $3, response_request_id = $4
+        where job_id = $1 and customer_id = $2`,
+      [jobId, caller.customerId, status, requestId],
+    );
+  });
+}
