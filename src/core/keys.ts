@@ -1,5 +1,6 @@
 // API keys: issued once, stored only as a SHA-256 digest, looked up by that digest.
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from './accounts.ts';
@@ -99,7 +100,11 @@ export async function listKeys(q: Queryable, customerId: number) {
 
 /** True when `entry` is an IPv4/IPv6 address or CIDR block. */
 export function isValidAllowEntry(entry: string): boolean {
-  return entry.includes('/') ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry);
+  const [addr = '', bits, ...more] = entry.split('/');
+  // Only the usual spellings: ipaddr.js also reads "10.1", "0x7f.0.0.1" or "1" (= 0.0.0.1) and
+  // zone ids, which an operator never means in an allowlist and would silently allow the wrong host.
+  if (more.length > 0 || isIP(addr) === 0 || addr.includes('%')) return false;
+  return bits === undefined || ipaddr.isValidCIDR(entry);
 }
 
 /** Canonical text of an allowlist entry: a block, IPv4-mapped IPv6 written in its IPv4 form. */

@@ -2,6 +2,12 @@
 
 export const MICROS_PER_USD = 1_000_000;
 
+/**
+ * The largest amount parseUsd accepts: one billion USD. Micro-dollars must stay exact JS integers
+ * (below 2^53, about 9e15) through sums and products, and every read of an int8 checks that.
+ */
+export const MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_USD;
+
 /** 12500000 → "12.5"; 3500 → "0.0035"; 0 → "0". At most 6 decimals, no trailing zeros. */
 export function formatUsd(micros: number): string {
   if (!Number.isSafeInteger(micros)) throw new Error('money must be an integer number of micro-dollars');
@@ -19,8 +25,9 @@ export const usdNumber = (micros: number): number => Number(formatUsd(micros));
 
 /**
  * Parses a non-negative USD amount given as a JSON number or a decimal string with at most
- * 6 decimals. Returns null when it is not one. A JS number's shortest text form is exact
- * for values with up to 6 decimals, so `0.1` is read as the text "0.1", never as a float sum.
+ * 6 decimals, up to MAX_AMOUNT_MICROS. Returns null when it is not one. A JS number's shortest
+ * text form is exact for values with up to 6 decimals, so `0.1` is read as the text "0.1",
+ * never as a float sum.
  */
 export function parseUsd(value: unknown): number | null {
   let text: string;
@@ -34,5 +41,6 @@ export function parseUsd(value: unknown): number | null {
   }
   const m = /^(\d{1,12})(?:\.(\d{1,6}))?$/.exec(text);
   if (!m) return null;
-  return Number(m[1]) * MICROS_PER_USD + Number((m[2] ?? '').padEnd(6, '0'));
+  const micros = Number(m[1]) * MICROS_PER_USD + Number((m[2] ?? '').padEnd(6, '0'));
+  return micros <= MAX_AMOUNT_MICROS ? micros : null;
 }

@@ -1,0 +1,129 @@
+// Human-readable text for the admin CLI's answers. `--json` bypasses all of this and prints the
+// API's answer as is, so scripts never depend on these lines.
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Fields every answer carries; they say nothing to the operator. */
+const ENVELOPE = new Set(['ok', 'request_id']);
+
+/**
+ * Any JSON answer as indented `name: value` lines. Used for answers whose shape this CLI does not
+ * know in detail (jobs, stock counts, fields added later), so nothing the API says is hidden.
+ */
+export function formatGeneric(value: unknown, indent = ''): string[] {
+  if (!isObject(value)) return [`${indent}${scalar(value)}`];
+  const lines: string[] = [];
+  for (const [name, v] of Object.entries(value)) {
+    if (indent === '' && ENVELOPE.has(name)) continue;
+    if (isObject(v)) {
+      lines.push(`${indent}${name}:`, ...formatGeneric(v, `${indent}  `));
+    } else if (Array.isArray(v) && v.some((x) => isObject(x) || Array.isArray(x))) {
+      lines.push(`${indent}${name}: (${v.length})`);
+      v.forEach((item, i) => {
+        lines.push(`${indent}  - [${i}]`, ...formatGeneric(item, `${indent}    `));
+      });
+    } else {
+      lines.push(`${indent}${name}: ${scalar(v)}`);
+    }
+  }
+  return lines;
+}
+
+function scalar(v: unknown): string {
+  if (v === null || v === undefined) return '-';
+  if (Array.isArray(v)) return v.length ? v.map(scalar).join(', ') : '(none)';
+  return String(v);
+}
+
+const onOff = (b: unknown) => (b ? 'on' : 'off');
+
+export function describePlan(plan: unknown): string {
+  if (!isObject(plan)) return 'none';
+  const limit = plan.daily_limit === null ? 'uncapped' : `${plan.daily_limit} requests/day included`;
+  return `${plan.label}: ${limit}, ${plan.per_request_usd} USD per request, overage ${onOff(plan.overage)}, ${
+    plan.active ? 'active' : 'inactive'
+  }`;
+}
+
+export function describeSubscription(sub: unknown): string {
+  if (!isObject(sub) || !sub.required) return 'not required';
+  if (sub.expires_at === null) return 'required, no expiry';
+  return sub.active
+    ? `required, active until ${sub.expires_at} (${sub.days_left} days left)`
+    : `required, expired at ${sub.expires_at}`;
+}
+
+/** The answer of GET /admin/v1/customers/{id}. */
+export function formatCustomer(a: Json): string[] {
+  const c = isObject(a.customer) ? a.customer : {};
+  const lines = [
+    `customer ${c.customer_id}: ${c.name}${c.disabled ? ` (disabled at ${c.disabled_at})` : ''}`,
+    `  created:      ${c.created_at}`,
+    `  plan:         ${describePlan(a.plan)}`,
+    `  subscription: ${describeSubscription(a.subscription)}`,
+  ];
+  if (isObject(a.wallets)) {
+    lines.push('  wallets:');
+    for (const [mode, w] of Object.entries(a.wallets)) {
+      if (!isObject(w)) continue;
+      lines.push(
+        `    ${mode}: balance ${w.balance_usd} USD, held ${w.held_usd}, spendable ${w.spendable_usd}`,
+      );
+    }
+  }
+  if (isObject(a.usage_today)) {
+    lines.push('  usage today:');
+    for (const [mode, u] of Object.entries(a.usage_today)) {
+      if (isObject(u)) lines.push(`    ${mode}: ${u.used} requests, ${u.overage} of them overage`);
+    }
+  }
+  const keys = Array.isArray(a.keys) ? a.keys.filter(isObject) : [];
+  lines.push(`  keys: ${keys.length ? '' : '(none)'}`.trimEnd());
+  for (const k of keys) {
+    const state = k.revoked_at
+      ? `revoked ${k.revoked_at}`
+      : k.expires_at
+        ? `expires ${k.expires_at}`
+        : 'no expiry';
+    const ips =
+      Array.isArray(k.allowed_ips) && k.allowed_ips.length ? k.allowed_ips.join(',') : 'any address';
+    lines.push(
+      `    ${k.key_id}  ${k.key_prefix}…  ${k.mode}  scopes ${scalar(k.scopes)}  from ${ips}  ${state}${
+        k.label ? `  "${k.label}"` : ''
+      }`,
+    );
+  }
+  // Whatever else the API reports (stock counts, later additions) is shown as it comes.
+  const known = new Set([...ENVELOPE, 'customer', 'plan', 'subscription', 'wallets', 'usage_today', 'keys']);
+  const rest = Object.fromEntries(Object.entries(a).filter(([name]) => !known.has(name)));
+  if (Object.keys(rest).length) lines.push(...formatGeneric(rest, '  '));
+  return lines;
+}
+
+/** The answer of GET /admin/v1/customers/{id}/ledger, newest first as the API sends it. */
+export function formatLedger(a: Json): string[] {
+  const entries = Array.isArray(a.entries) ? a.entries.filter(isObject) : [];
+  const head = `ledger of customer ${a.customer_id} (${a.mode}), newest first:`;
+  if (!entries.length) return [`${head} no entries`];
+  const rows = entries.map((e) => [
+    String(e.id),
+    String(e.created_at),
+    String(e.kind),
+    String(e.amount_usd),
+    String(e.balance_after_usd),
+    [e.note, e.reference].filter(Boolean).join(' '),
+  ]);
+  return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'note'], rows)];
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    `  ${cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()}`;
+  return [line(header), ...rows.map(line)];
+}
