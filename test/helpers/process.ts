@@ -1,0 +1,122 @@
+// Real server processes for crash and multi-process tests: `node bin/redeem-gateway.js serve`
+// on free ports, on the PGlite directory given or on DATABASE_URL, killed with real signals.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+export const TEST_ADMIN_TOKEN = 'process-test-admin-token-0123456789';
+export const TEST_CODE_KEY = Buffer.alloc(32, 9).toString('base64');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  adminUrl: string;
+  output: () => string;
+  /** SIGKILL, and wait for the process to be gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts a server and waits until both listeners answer. */
+export async function startServerProcess(opts: { dataDir: string; env?: Record<string, string> }): Promise<ServerProcess> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  let out = '';
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    DATA_DIR: opts.dataDir,
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    LOG_LEVEL: 'warn',
+    CODE_ENCRYPTION_KEY: TEST_CODE_KEY,
+    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    ...opts.env,
+  };
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'redeem-gateway.js'), 'serve'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => {
+    out += String(d);
+  });
+  child.stderr!.on('data', (d) => {
+    out += String(d);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${out}`);
+    try {
+      const [a, b] = await Promise.all([fetch(`${url}/v1/health`), fetch(`${adminUrl}/admin/v1/customers/0`)]);
+      if (a.status === 200 && b.status) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    child,
+    url,
+    adminUrl,
+    output: () => out,
+    async kill(signal: NodeJS.Signals = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** Calls an admin endpoint of a server process; throws on an unexpected status. */
+export async function adminHttp<T = Record<string, unknown>>(
+  server: Pick<ServerProcess, 'adminUrl'>,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(`${server.adminUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = (await res.json()) as T;
+  if (res.status >= 300) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A customer with a plan, a funded test wallet and a test key, made through the admin API. */
+export async function createProcessMerchant(server: Pick<ServerProcess, 'adminUrl'>, plan = { daily_limit: 100, per_request_usd: '0.01' }) {
+  const { customer_id: customerId } = await adminHttp<{ customer_id: number }>(server, 'POST', '/admin/v1/customers', {
+    name: 'process merchant',
+  });
+  await adminHttp(server, 'PUT', `/admin/v1/customers/${customerId}/plan`, {
+    label: 'standard',
+    ...plan,
+    overage: true,
+    active: true,
+  });
+  await adminHttp(server, 'POST', `/admin/v1/customers/${customerId}/wallet/topup`, { mode: 'test', usd: 5 });
+  const { key } = await adminHttp<{ key: string }>(server, 'POST', `/admin/v1/customers/${customerId}/keys`, {
+    mode: 'test',
+  });
+  return { customerId, key };
+}
