@@ -6,6 +6,7 @@ import type { KeyRecord } from '../core/keys.ts';
 import { formatUsd } from '../core/money.ts';
 import { registerHealthRoutes } from '../routes/health.ts';
 import { registerMeRoutes } from '../routes/me.ts';
+import { registerStockRoutes } from '../routes/stock.ts';
 import { authenticate, authorize, type ScopeRule } from './auth.ts';
 import type { AppContext } from './context.ts';
 import { BODY_LIMIT, installPlumbing } from './plumbing.ts';
@@ -54,6 +55,7 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
 
   registerHealthRoutes(app, ctx);
   registerMeRoutes(app, ctx);
+  registerStockRoutes(app, ctx);
   app.addMethodNotAllowedRoutes();
   return app;
 }

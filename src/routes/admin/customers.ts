@@ -16,6 +16,7 @@ import {
 import { isoUtc } from '../../core/clock.ts';
 import { issueKey, isValidAllowEntry, listKeys, revokeKey, SCOPES } from '../../core/keys.ts';
 import { parseUsd, usdNumber } from '../../core/money.ts';
+import { stockSummary } from '../../core/stock.ts';
 import { appendLedger, listLedger, walletSummary } from '../../core/wallet.ts';
 import type { AppContext } from '../../http/context.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -130,6 +131,9 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
       wallets: await walletSummary(db, id),
       usage_today: Object.fromEntries(
         [live, test].map((s, i) => [MODES[i], { used: s.usedToday, overage: s.overageToday }]),
+      ),
+      stock: Object.fromEntries(
+        await Promise.all(MODES.map(async (m) => [m, await stockSummary(db, id, m)] as const)),
       ),
     };
   });
