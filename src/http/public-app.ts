@@ -8,6 +8,7 @@ import { registerHealthRoutes } from '../routes/health.ts';
 import { registerMeRoutes } from '../routes/me.ts';
 import { registerStockRoutes } from '../routes/stock.ts';
 import { authenticate, authorize, type ScopeRule } from './auth.ts';
+import { installBurstLimit } from './burst-limit.ts';
 import type { AppContext } from './context.ts';
 import { BODY_LIMIT, installPlumbing } from './plumbing.ts';
 
@@ -39,6 +40,9 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
     request.auth = key;
     authorize(key, request.ip, rule);
   });
+
+  // After authentication, before the body is read: the burst limit of `burstLimit` routes.
+  installBurstLimit(app, ctx);
 
   // Quota and balance headers on every response whose key was identified, as of after the call.
   app.addHook('onSend', async (request, reply, payload) => {
@@ -78,5 +82,7 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: ScopeRule;
+    /** Count the request in the key's burst window (contract section 6). */
+    burstLimit?: boolean;
   }
 }

@@ -1,0 +1,79 @@
+// Burst limit (contract section 6): at most 30 accepted requests per API key in any sliding
+// 10-second window, counted in the database so every server process on it shares the limit.
+//
+// The window is a log of accepted request times kept in one row per key (burst_windows). One
+// upsert decides and records a take: ON CONFLICT DO UPDATE locks the key's row, so concurrent
+// takes of one key (from any process or pool) run one after another, each seeing the row the
+// previous one committed. The same statement drops times that left the window, so a row holds
+// at most 30 times and the work per call is bounded. A single statement is its own transaction:
+// one round trip, and the lock is held only for that statement.
+import type { Queryable } from '../db/database.ts';
+
+/** Requests accepted per key in any window. */
+export const BURST_LIMIT = 30;
+/** Length of the sliding window. */
+export const BURST_WINDOW_MS = 10_000;
+
+export interface BurstSlot {
+  allowed: boolean;
+  limit: typeof BURST_LIMIT;
+  /** Slots left after this request. */
+  remaining: number;
+  /** Whole seconds, rounded up, until the oldest counted request leaves the window; 0 if none. */
+  resetSec: number;
+  /** On a refusal: whole seconds (at least 1) after which a request is accepted. */
+  retryAfterSec?: number;
+}
+
+// $1 key id, $2 now (Unix ms), $3 window (ms), $4 limit. A time counts while it is in
+// (now - window, now]; a time after `now` (another process's clock running ahead) counts too, so
+// clock skew between processes can only make the limit stricter, never let a 31st through.
+// In SET, `w.*` is the row as it was before this statement, in every expression.
+const TAKE_SQL = `
+insert into burst_windows as w (key_id, hits_ms, accepted)
+values ($1, array[$2::bigint], true)
+on conflict (key_id) do update set
+  accepted = (select count(*) from unnest(w.hits_ms) h where h > $2::bigint - $3::bigint) < $4::bigint,
+  hits_ms = array(select h from unnest(w.hits_ms) h where h > $2::bigint - $3::bigint order by h)
+    || case
+         when (select count(*) from unnest(w.hits_ms) h where h > $2::bigint - $3::bigint) < $4::bigint
+         then array[$2::bigint]
+         else '{}'::bigint[]
+       end
+returning accepted, hits_ms as "hitsMs"`;
+
+/**
+ * Takes one burst slot for `keyId` at `now`: accepted and recorded when fewer than 30 requests
+ * of the key were accepted in (now - 10 s, now]; refused otherwise, and a refusal is not
+ * recorded. Run it on the database handle, not inside a longer transaction: the key's row stays
+ * locked until the surrounding transaction ends.
+ */
+export async function takeBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
+  const nowMs = now.getTime();
+  const r = await q.query<{ accepted: boolean; hitsMs: Array<number | string> }>(TAKE_SQL, [
+    keyId,
+    nowMs,
+    BURST_WINDOW_MS,
+    BURST_LIMIT,
+  ]);
+  const row = r.rows[0];
+  if (!row) throw new Error('burst limit upsert returned no row');
+  // pg returns bigint[] elements as strings, PGlite as numbers.
+  return burstSlotFrom(row.accepted, row.hitsMs.map(Number), nowMs);
+}
+
+/** The answer for a verdict and the key's counted times after it (this request's included). */
+export function burstSlotFrom(allowed: boolean, countedMs: readonly number[], nowMs: number): BurstSlot {
+  const counted = countedMs.filter((t) => t > nowMs - BURST_WINDOW_MS);
+  const oldest = counted.length > 0 ? Math.min(...counted) : undefined;
+  // At oldest + window the oldest time is out of (now - window, now], so a slot is free then.
+  const untilOldestLeaves = oldest === undefined ? 0 : Math.ceil((oldest + BURST_WINDOW_MS - nowMs) / 1000);
+  const slot: BurstSlot = {
+    allowed,
+    limit: BURST_LIMIT,
+    remaining: Math.max(0, BURST_LIMIT - counted.length),
+    resetSec: Math.max(0, untilOldestLeaves),
+  };
+  if (!allowed) slot.retryAfterSec = Math.max(1, untilOldestLeaves);
+  return slot;
+}
