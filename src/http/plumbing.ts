@@ -44,6 +44,18 @@ function handleError(error: FastifyError | ApiError | Error, request: FastifyReq
   return sendError(reply, 'internal', 'internal error; retry with the same Idempotency-Key');
 }
 
+const notFound = (request: FastifyRequest, reply: FastifyReply) =>
+  sendError(reply, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`);
+
+const methodNotAllowed = (request: FastifyRequest, reply: FastifyReply) =>
+  sendError(
+    reply,
+    'method_not_allowed',
+    `${request.method} is not allowed here`,
+    {},
+    { Allow: (request.routeOptions.config as { allow?: string }).allow ?? '' },
+  );
+
 export function installPlumbing(app: FastifyInstance): void {
   // Bodies are JSON whatever Content-Type the client sent (curl -d sends a form type).
   // Fastify's own secure parser is used: __proto__ and constructor.prototype keys are refused.
@@ -52,9 +64,18 @@ export function installPlumbing(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (request, body, done) => {
     if (body === '') return done(null, undefined);
     parseJson(request, body as string, (err, value) => {
-      if (err) return done(new ApiError('bad_request', 'body is not valid JSON'), undefined);
-      done(null, value);
+      if (!err) return done(null, value);
+      // Reported by the preValidation hook below, or by a route that checks other things first
+      // (POST /v1/redeem answers a missing Idempotency-Key before a bad body).
+      request.invalidJson = true;
+      done(null, undefined);
     });
+  });
+  app.decorateRequest('invalidJson', false);
+  app.addHook('preValidation', async (request) => {
+    if (request.invalidJson && !request.routeOptions.config.lateJsonCheck) {
+      throw new ApiError('bad_request', 'body is not valid JSON');
+    }
   });
 
   app.addHook('onRequest', async (request, reply) => {
@@ -62,9 +83,7 @@ export function installPlumbing(app: FastifyInstance): void {
   });
 
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
-  );
+  app.setNotFoundHandler(notFound);
 
   // A known path with another method is 405 with Allow. Fastify has no 405 of its own: every
   // route registered before this plugin's routes are ready gets a sibling for the other methods.
@@ -77,6 +96,14 @@ export function installPlumbing(app: FastifyInstance): void {
     methodsByUrl.set(route.url, set);
   });
   app.decorate('addMethodNotAllowedRoutes', () => {
+    // Routing comes before everything else (contract section 8): an unknown path or a wrong
+    // method is answered before the body is read, so a malformed or oversize body cannot turn
+    // a 404/405 into a 400/413. Added last, so the app's own onRequest hooks (headers) run first.
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.is404) return notFound(request, reply);
+      if ((request.routeOptions.config as { methodNotAllowed?: boolean }).methodNotAllowed)
+        return methodNotAllowed(request, reply);
+    });
     for (const [url, methods] of methodsByUrl) {
       if (methods.has('GET')) methods.add('HEAD');
       const others = ALL_METHODS.filter((m) => !methods.has(m));
@@ -85,15 +112,8 @@ export function installPlumbing(app: FastifyInstance): void {
       app.route({
         method: others,
         url,
-        config: { methodNotAllowed: true },
-        handler: (request, reply) =>
-          sendError(
-            reply,
-            'method_not_allowed',
-            `${request.method} is not allowed here`,
-            {},
-            { Allow: allow },
-          ),
+        config: { methodNotAllowed: true, allow },
+        handler: methodNotAllowed,
       });
     }
   });
@@ -102,5 +122,17 @@ export function installPlumbing(app: FastifyInstance): void {
 declare module 'fastify' {
   interface FastifyInstance {
     addMethodNotAllowedRoutes(): void;
+  }
+  interface FastifyRequest {
+    /** The body was sent but is not valid JSON. */
+    invalidJson: boolean;
+  }
+  interface FastifyContextConfig {
+    /** The route itself reports `request.invalidJson`, after its earlier checks. */
+    lateJsonCheck?: boolean;
+    /** Marks the 405 siblings, which answer before authentication. */
+    methodNotAllowed?: boolean;
+    /** The Allow header of a 405 sibling. */
+    allow?: string;
   }
 }

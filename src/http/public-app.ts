@@ -6,6 +6,7 @@ import type { KeyRecord } from '../core/keys.ts';
 import { formatUsd } from '../core/money.ts';
 import { registerHealthRoutes } from '../routes/health.ts';
 import { registerMeRoutes } from '../routes/me.ts';
+import { registerRedeemRoutes } from '../routes/redeem.ts';
 import { registerStockRoutes } from '../routes/stock.ts';
 import { authenticate, authorize, type ScopeRule } from './auth.ts';
 import { installBurstLimit } from './burst-limit.ts';
@@ -60,6 +61,7 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
   registerHealthRoutes(app, ctx);
   registerMeRoutes(app, ctx);
   registerStockRoutes(app, ctx);
+  registerRedeemRoutes(app, ctx);
   app.addMethodNotAllowedRoutes();
   return app;
 }
