@@ -36,7 +36,8 @@ function inRange(uc: number): boolean {
  * categories with a zero count left out. Null when no such combination exists.
  */
 export function chooseForUc(uc: number, available: Readonly<Record<string, number>>): Pick[] | null {
-  if (!inRange(uc)) return null;
+  // Amounts no stock could make (the no_combo ones) are refused from a table, in O(1).
+  if (!ucPossible(uc)) return null;
   const limits = CATALOG_UC.map((size) => {
     const raw = available[String(size)];
     return typeof raw === 'number' && Number.isFinite(raw)
