@@ -26,6 +26,8 @@ export interface JobRow {
   startedAt: Date | null;
   finishedAt: Date | null;
   error: Record<string, unknown> | null;
+  /** The request that created the job (async jobs answer with it). */
+  requestId: string | null;
 }
 
 export interface JobCodeRow {
@@ -47,7 +49,7 @@ export interface JobCodeRow {
 const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "idempotencyKey", is_async as "isAsync",
   status, source, player_id as "playerId", reference, total, lease_owner as "leaseOwner",
   lease_expires_at as "leaseExpiresAt", created_at as "createdAt", started_at as "startedAt",
-  finished_at as "finishedAt", error`;
+  finished_at as "finishedAt", error, request_id as "requestId"`;
 
 const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted", last4,
   stock_id as "stockId", category, uc, state, status, error_code as "errorCode", disposition, billed, reused`;
