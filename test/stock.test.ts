@@ -246,7 +246,7 @@ describe('GET /v1/stock', () => {
           customerId: m.customerId,
           mode: 'test',
           picks: [{ category: '60', count: 2 }],
-          reservedBy: 'job_x',
+          reservedBy: `job_x_${run}`,
         },
         t.clock,
       ),
@@ -331,7 +331,7 @@ describe('reserving stock', () => {
             { category: '660', count: 1 },
             { category: '60', count: 2 },
           ],
-          reservedBy: 'job_order',
+          reservedBy: `job_order_${run}`,
         },
         t.clock,
       ),
@@ -341,11 +341,11 @@ describe('reserving stock', () => {
       { code: codes['60']![0], category: '60', uc: 60 },
       { code: codes['60']![1], category: '60', uc: 60 },
     ]);
-    expect(await reservedStockIds(t.ctx.db, 'job_order')).toEqual(
+    expect(await reservedStockIds(t.ctx.db, `job_order_${run}`)).toEqual(
       got!.map((r) => r.stockId).sort((a, b) => a - b),
     );
     const one = await stockCode(t.ctx.db, t.ctx.codeKey, got![0]!.stockId);
-    expect(one).toMatchObject({ code: codes['660']![0], state: 'reserved', reservedBy: 'job_order' });
+    expect(one).toMatchObject({ code: codes['660']![0], state: 'reserved', reservedBy: `job_order_${run}` });
   });
 
   test('not enough in one category: null, and nothing is reserved', async () => {
@@ -361,7 +361,7 @@ describe('reserving stock', () => {
             { category: '60', count: 2 },
             { category: '325', count: 2 },
           ],
-          reservedBy: 'job_short',
+          reservedBy: `job_short_${run}`,
         },
         t.clock,
       ),
@@ -372,7 +372,7 @@ describe('reserving stock', () => {
       reserveStock(
         tx,
         t.ctx.codeKey,
-        { customerId, mode: 'live', picks: [{ category: '60', count: 1 }], reservedBy: 'job_live' },
+        { customerId, mode: 'live', picks: [{ category: '60', count: 1 }], reservedBy: `job_live_${run}` },
         t.clock,
       ),
     );
@@ -390,7 +390,7 @@ describe('reserving stock', () => {
       reserveStock(
         tx,
         t.ctx.codeKey,
-        { customerId, mode: 'test', picks: [{ category: '60', count: 2 }], reservedBy: 'job_state' },
+        { customerId, mode: 'test', picks: [{ category: '60', count: 2 }], reservedBy: `job_state_${run}` },
         t.clock,
       ),
     ))!;
@@ -403,7 +403,7 @@ describe('reserving stock', () => {
     });
     expect(await stockCode(t.ctx.db, t.ctx.codeKey, got[1]!.stockId)).toMatchObject({
       state: 'consumed',
-      reservedBy: 'job_state',
+      reservedBy: `job_state_${run}`,
     });
     expect((await stockCounts(t.ctx.db, customerId, 'test'))[0]).toMatchObject({ available: 1, reserved: 0 });
   });
@@ -414,12 +414,12 @@ describe('reserving stock', () => {
       t.ctx.db.transaction((tx) =>
         reserveForUc(tx, t.ctx.codeKey, { customerId, mode: 'test', uc, reservedBy }, t.clock),
       );
-    const got = await take(1800 + 325 + 60, 'job_uc1');
+    const got = await take(1800 + 325 + 60, `job_uc1_${run}`);
     expect(got!.map((r) => r.code)).toEqual([codes['1800']![0], codes['325']![0], codes['60']![0]]);
-    expect(await take(1800, 'job_uc2')).toBeNull(); // the only 1800 is taken
-    expect(await take(61, 'job_uc3')).toBeNull();
-    expect((await take(240, 'job_uc4'))!.map((r) => r.category)).toEqual(['60', '60', '60', '60']);
-    expect(await take(60, 'job_uc5')).toBeNull();
+    expect(await take(1800, `job_uc2_${run}`)).toBeNull(); // the only 1800 is taken
+    expect(await take(61, `job_uc3_${run}`)).toBeNull();
+    expect((await take(240, `job_uc4_${run}`))!.map((r) => r.category)).toEqual(['60', '60', '60', '60']);
+    expect(await take(60, `job_uc5_${run}`)).toBeNull();
   });
 
   test('10 concurrent transactions over 10 codes hand out every code exactly once', async () => {
@@ -430,7 +430,12 @@ describe('reserving stock', () => {
           reserveStock(
             tx,
             t.ctx.codeKey,
-            { customerId, mode: 'test', picks: [{ category: '60', count: 1 }], reservedBy: `job_c${i}` },
+            {
+              customerId,
+              mode: 'test',
+              picks: [{ category: '60', count: 1 }],
+              reservedBy: `job_c${i}_${run}`,
+            },
             t.clock,
           ),
         ),
@@ -453,7 +458,7 @@ describe('reserving stock', () => {
       reserveStock(
         tx,
         t.ctx.codeKey,
-        { customerId, mode: 'test', picks: [{ category: '60', count: 1 }], reservedBy: 'job_c10' },
+        { customerId, mode: 'test', picks: [{ category: '60', count: 1 }], reservedBy: `job_c10_${run}` },
         t.clock,
       ),
     );
@@ -468,7 +473,7 @@ describe('reserving stock', () => {
           reserveForUc(
             tx,
             t.ctx.codeKey,
-            { customerId, mode: 'test', uc: 385, reservedBy: `job_u${i}` },
+            { customerId, mode: 'test', uc: 385, reservedBy: `job_u${i}_${run}` },
             t.clock,
           ),
         ),

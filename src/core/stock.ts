@@ -7,7 +7,7 @@ import type { Mode } from './accounts.ts';
 import { CATALOG_UC, CATEGORIES, categoryUc, isCategory } from './catalog.ts';
 import type { Clock } from './clock.ts';
 import { CODE_PATTERN, codeHash, codeLast4, decryptCode, encryptCode, normaliseCode } from './code-crypto.ts';
-import { chooseForUc, MAX_CODES, type Pick } from './stock-chooser.ts';
+import { chooseForUc, type Pick } from './stock-chooser.ts';
 
 export type StockState = 'available' | 'reserved' | 'consumed' | 'deleted' | 'quarantined';
 
@@ -35,6 +35,22 @@ export interface CategoryCounts {
 
 // Rows per insert statement: keeps each statement's arrays modest for 10,000-code imports.
 const IMPORT_BATCH = 1000;
+
+// Advisory lock space (two-int form) for stock reservations: "ST". The second key is a hash of
+// customer and mode, so a collision only makes two stocks wait on each other, never share codes.
+const STOCK_LOCK_CLASS = 0x5354;
+
+/**
+ * Serialises stock reservations of one customer and mode until the transaction ends. Without it,
+ * two concurrent redeems could each see codes the other is taking (counts include rows locked but
+ * not yet updated), and one would answer no_stock although enough stock remained for both.
+ */
+async function lockStock(tx: Queryable, customerId: number, mode: Mode): Promise<void> {
+  await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [
+    STOCK_LOCK_CLASS,
+    `${customerId}:${mode}`,
+  ]);
+}
 
 /**
  * Adds codes to a customer's stock in one mode and category. Each code is trimmed; one that does
@@ -202,10 +218,11 @@ function checkPicks(picks: readonly Pick[]): Map<string, number> {
 
 /**
  * Reserves the oldest available codes (id order) for every pick, for the job `reservedBy`, and
- * returns them decrypted: picks in the order given, codes in id order within a pick. Rows that
- * another transaction is taking are skipped (`FOR UPDATE SKIP LOCKED`), so one code never goes to
- * two jobs. When any category lacks enough codes, returns null and changes nothing (rows it looked
- * at stay locked until the caller's transaction ends). Run it inside the caller's transaction.
+ * returns them decrypted: picks in the order given, codes in id order within a pick. Reservations
+ * of one customer and mode are serialised (a transaction-scoped advisory lock), and rows are taken
+ * `FOR UPDATE SKIP LOCKED`, so one code never goes to two jobs. When any category lacks enough
+ * codes, returns null and changes nothing. Run it inside the caller's transaction (READ COMMITTED,
+ * the default), which holds the lock until it ends: keep that transaction short.
  */
 export async function reserveStock(
   tx: Queryable,
@@ -214,6 +231,7 @@ export async function reserveStock(
   clock: Clock,
 ): Promise<ReservedCode[] | null> {
   const totals = checkPicks(input.picks);
+  await lockStock(tx, input.customerId, input.mode);
   const locked = new Map<string, LockedRow[]>();
   for (const [category, count] of totals) {
     if (count === 0) continue;
@@ -229,12 +247,8 @@ export async function reserveStock(
 /**
  * Reserves the fewest available codes whose UC values sum exactly to `uc` (stock-chooser.ts
  * decides which, largest packs first), or returns null when no combination of the available stock
- * makes it. Result order: largest pack first, codes in id order.
- *
- * First tries the committed counts. If another transaction is taking some of those codes at the
- * same moment, it falls back to locking (SKIP LOCKED) up to 50 codes of each category, which are
- * exactly the codes this transaction can have, and chooses among those; the extra locks last
- * until the caller's transaction ends.
+ * makes it. Result order: largest pack first, codes in id order. The same lock as reserveStock
+ * makes the counts the choice is made from exact.
  */
 export async function reserveForUc(
   tx: Queryable,
@@ -242,23 +256,10 @@ export async function reserveForUc(
   input: { customerId: number; mode: Mode; uc: number; reservedBy: string },
   clock: Clock,
 ): Promise<ReservedCode[] | null> {
-  const available = await availableCounts(tx, input.customerId, input.mode);
-  const picks = chooseForUc(input.uc, available);
+  await lockStock(tx, input.customerId, input.mode);
+  const picks = chooseForUc(input.uc, await availableCounts(tx, input.customerId, input.mode));
   if (!picks) return null;
-  const fast = await reserveStock(tx, codeKey, { ...input, picks }, clock);
-  if (fast) return fast;
-
-  const lockedByCategory = new Map<string, LockedRow[]>();
-  const lockedCounts: Record<string, number> = {};
-  for (const category of CATEGORIES) {
-    const rows = await lockAvailable(tx, input.customerId, input.mode, category, MAX_CODES);
-    lockedByCategory.set(category, rows);
-    lockedCounts[category] = rows.length;
-  }
-  const choice = chooseForUc(input.uc, lockedCounts);
-  if (!choice) return null;
-  const ordered = choice.flatMap((p) => lockedByCategory.get(p.category)!.slice(0, p.count));
-  return markReserved(tx, codeKey, ordered, input.reservedBy, clock);
+  return reserveStock(tx, codeKey, { ...input, picks }, clock);
 }
 
 /**
