@@ -4,16 +4,17 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { createSandboxActivator } from './activators/sandbox.ts';
 import type { Config } from './config.ts';
 import { createCustomer, setPlan } from './core/accounts.ts';
 import { type Clock, systemClock } from './core/clock.ts';
+import { SWEEP_MS } from './core/instance.ts';
+import { type JobWorker, startJobWorker } from './core/job-worker.ts';
 import { issueKey } from './core/keys.ts';
+import { recoverOrphanedJobs } from './core/recovery.ts';
 import { appendLedger } from './core/wallet.ts';
 import { type Database, openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
-import { createSandboxActivator } from './activators/sandbox.ts';
-import { SWEEP_MS } from './core/instance.ts';
-import { recoverOrphanedJobs } from './core/recovery.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { AppContext } from './http/context.ts';
 import { buildPublicApp } from './http/public-app.ts';
@@ -58,10 +59,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
 
   const codeKey = Buffer.from(
-    config.CODE_ENCRYPTION_KEY ?? readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),
+    config.CODE_ENCRYPTION_KEY ??
+      readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),
     'base64',
   );
-  if (codeKey.length !== 32) throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
+  if (codeKey.length !== 32)
+    throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
 
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: join(dataDir, 'pglite') });
   let publicApp: FastifyInstance | undefined;
@@ -70,8 +73,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     const sandbox = createSandboxActivator({ db, codeKey, clock });
-    if (config.ACTIVATOR === 'http') throw new Error('ACTIVATOR=http: the http activator is not available in this build yet');
-    const ctx: AppContext = { db, config, clock, logger, adminToken, codeKey, activatorFor: () => sandbox };
+    if (config.ACTIVATOR === 'http')
+      throw new Error('ACTIVATOR=http: the http activator is not available in this build yet');
+    let worker: JobWorker | undefined;
+    const ctx: AppContext = {
+      db,
+      config,
+      clock,
+      logger,
+      adminToken,
+      codeKey,
+      activatorFor: () => sandbox,
+      jobs: { wake: () => worker?.wake() },
+    };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock) : null;
 
     // Jobs whose process stopped: on the embedded database only this process runs, so every
@@ -81,6 +95,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       recoverOrphanedJobs(ctx, { all: false }).catch((err) => logger.error({ err }, 'job sweep failed'));
     }, SWEEP_MS);
     sweeper.unref();
+    worker = startJobWorker(ctx);
 
     publicApp = await buildPublicApp(ctx);
     adminApp = await buildAdminApp(ctx);
@@ -98,6 +113,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       async stop() {
         clearInterval(sweeper);
         await Promise.allSettled([publicApp!.close(), adminApp!.close()]);
+        await worker?.stop();
         await db.close();
       },
     };

@@ -16,7 +16,9 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('SIGKILL between sending a code and recording it: the retry does not resend it and bills it once', { timeout: 120_000 }, async () => {
+test('SIGKILL between sending a code and recording it: the retry does not resend it and bills it once', {
+  timeout: 120_000,
+}, async () => {
   const first = await startServerProcess({ dataDir });
   servers.push(first);
   const m = await createProcessMerchant(first);
@@ -25,7 +27,11 @@ test('SIGKILL between sending a code and recording it: the retry does not resend
   const send = (server: ServerProcess) =>
     fetch(`${server.url}/v1/redeem`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${m.key}`, 'idempotency-key': `crash-${tag}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${m.key}`,
+        'idempotency-key': `crash-${tag}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ player_id: '5123456789', codes }),
     });
 
@@ -46,7 +52,10 @@ test('SIGKILL between sending a code and recording it: the retry does not resend
     res = await send(second);
   }
   expect(res.status).toBe(200);
-  const body = (await res.json()) as { codes: { code: string; status: string; billed: boolean }[]; billed_requests: number };
+  const body = (await res.json()) as {
+    codes: { code: string; status: string; billed: boolean }[];
+    billed_requests: number;
+  };
   // Re-sending any of them would have answered code_used: the sandbox remembers activations.
   expect(body.codes.map((c) => [c.code, c.status, c.billed])).toEqual([
     [codes[0], 'activated', true],
@@ -56,7 +65,9 @@ test('SIGKILL between sending a code and recording it: the retry does not resend
   expect(body.billed_requests).toBe(3);
   expect(res.headers.get('svc-cost')).toBe('0'); // all three were billed before or during recovery
 
-  const me = (await (await fetch(`${second.url}/v1/me`, { headers: { authorization: `Bearer ${m.key}` } })).json()) as {
+  const me = (await (
+    await fetch(`${second.url}/v1/me`, { headers: { authorization: `Bearer ${m.key}` } })
+  ).json()) as {
     quota: { used_today: number; remaining_today: number };
     balance_usd: number;
   };

@@ -15,10 +15,20 @@ describe('replay and conflict', () => {
   test('the same key and body replays the answer, whatever the key order and spacing', async () => {
     const m = await createMerchant(t);
     const code = uniqueCode();
-    const first = await redeem(t, m.key, `{"player_id":"${PLAYER}","codes":["${code}"],"reference":"r1"}`, 'replay-1');
+    const first = await redeem(
+      t,
+      m.key,
+      `{"player_id":"${PLAYER}","codes":["${code}"],"reference":"r1"}`,
+      'replay-1',
+    );
     expect(first.statusCode).toBe(200);
     expect(first.headers['svc-idempotent-replay']).toBe('false');
-    const again = await redeem(t, m.key, `{ "reference" : "r1", "codes" : [ "${code}" ], "player_id" : "${PLAYER}" }`, 'replay-1');
+    const again = await redeem(
+      t,
+      m.key,
+      `{ "reference" : "r1", "codes" : [ "${code}" ], "player_id" : "${PLAYER}" }`,
+      'replay-1',
+    );
     expect(again.statusCode).toBe(200);
     expect(again.body).toBe(first.body);
     expect(again.headers['svc-idempotent-replay']).toBe('true');
@@ -75,10 +85,15 @@ describe('replay and conflict', () => {
 
 describe('concurrency', () => {
   test('20 identical requests at once execute once and bill once', async () => {
-    const m = await createMerchant(t, { plan: { daily_limit: null, per_request_usd: '0.25' }, topup: { test: 10 } });
+    const m = await createMerchant(t, {
+      plan: { daily_limit: null, per_request_usd: '0.25' },
+      topup: { test: 10 },
+    });
     const body = { player_id: PLAYER, codes: [uniqueCode('SLOW')] };
     const answers = await Promise.all(Array.from({ length: 20 }, () => redeem(t, m.key, body, 'twenty')));
-    const executed = answers.filter((a) => a.statusCode === 200 && a.headers['svc-idempotent-replay'] === 'false');
+    const executed = answers.filter(
+      (a) => a.statusCode === 200 && a.headers['svc-idempotent-replay'] === 'false',
+    );
     expect(executed).toHaveLength(1);
     for (const a of answers) {
       if (a === executed[0]) continue;
@@ -91,14 +106,21 @@ describe('concurrency', () => {
       }
     }
     expect((await me(t, m.key)).balance_usd).toBe(9.75);
-    expect(await walletInvariants(t, m.customerId, 'test')).toEqual({ balance: 9_750_000, held: 0, ledger: 9_750_000, open: 0 });
+    expect(await walletInvariants(t, m.customerId, 'test')).toEqual({
+      balance: 9_750_000,
+      held: 0,
+      ledger: 9_750_000,
+      open: 0,
+    });
   });
 
   test('10 concurrent stock redeems over 10 codes hand out every code exactly once', async () => {
     const m = await createMerchant(t);
     const codes = Array.from({ length: 10 }, () => uniqueCode());
     await addStock(t, m.customerId, 'test', '660', codes);
-    const answers = await Promise.all(Array.from({ length: 10 }, () => redeem(t, m.key, { player_id: PLAYER, packs: { '660': 1 } })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => redeem(t, m.key, { player_id: PLAYER, packs: { '660': 1 } })),
+    );
     const handed = answers.map((a) => {
       expect(a.statusCode).toBe(200);
       return a.json().codes[0].code as string;
@@ -116,7 +138,10 @@ describe('concurrency', () => {
       redeem(t, m.key, { player_id: PLAYER, codes: [code] }),
       redeem(t, m.key, { player_id: PLAYER, codes: [code] }),
     ]);
-    const statuses = [a, b].map((r) => r.json().codes[0]).map((c) => `${c.status}/${c.disposition}/${c.billed}`).sort();
+    const statuses = [a, b]
+      .map((r) => r.json().codes[0])
+      .map((c) => `${c.status}/${c.disposition}/${c.billed}`)
+      .sort();
     // One activates; the other either saw it in flight (failed, kept, refunded) or came after (code_used).
     expect(statuses[0]).toBe('activated/consumed/true');
     expect(['failed/kept/false', 'code_used/deleted/true']).toContain(statuses[1]);

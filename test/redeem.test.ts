@@ -31,7 +31,13 @@ describe('POST /v1/redeem, caller codes', () => {
     const res = await redeem(m.key, body);
     expect(res.statusCode).toBe(200);
     const r = res.json();
-    expect(r.codes.map((c: { status: string; disposition: string; billed: boolean }) => [c.status, c.disposition, c.billed])).toEqual([
+    expect(
+      r.codes.map((c: { status: string; disposition: string; billed: boolean }) => [
+        c.status,
+        c.disposition,
+        c.billed,
+      ]),
+    ).toEqual([
       ['activated', 'consumed', true],
       ['code_used', 'deleted', true],
       ['invalid_code', 'deleted', true],

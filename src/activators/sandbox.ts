@@ -5,7 +5,7 @@ import { CATALOG_UC } from '../core/catalog.ts';
 import type { Clock } from '../core/clock.ts';
 import { codeHash } from '../core/code-crypto.ts';
 import type { Queryable } from '../db/database.ts';
-import type { Activator, ActivationOutcome } from './activator.ts';
+import type { ActivationOutcome, Activator } from './activator.ts';
 
 export const SANDBOX_SLOW_MS = 2000;
 
@@ -13,10 +13,17 @@ export const SANDBOX_SLOW_MS = 2000;
 function categoryOf(code: string): { category: string | null; uc: number | null } {
   const m = /-(\d+)$/.exec(code);
   const uc = m ? Number(m[1]) : null;
-  return uc !== null && (CATALOG_UC as readonly number[]).includes(uc) ? { category: String(uc), uc } : { category: null, uc: null };
+  return uc !== null && (CATALOG_UC as readonly number[]).includes(uc)
+    ? { category: String(uc), uc }
+    : { category: null, uc: null };
 }
 
-export function createSandboxActivator(deps: { db: Queryable; codeKey: Buffer; clock: Clock; slowMs?: number }): Activator {
+export function createSandboxActivator(deps: {
+  db: Queryable;
+  codeKey: Buffer;
+  clock: Clock;
+  slowMs?: number;
+}): Activator {
   const slowMs = deps.slowMs ?? SANDBOX_SLOW_MS;
   return {
     name: 'sandbox',

@@ -3,7 +3,13 @@
 // requests first. All functions take the transaction that also records the code's outcome.
 import type { Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
-import { type AccountState, loadAccountState, type Mode, remainingToday, spendableMicros } from './accounts.ts';
+import {
+  type AccountState,
+  loadAccountState,
+  type Mode,
+  remainingToday,
+  spendableMicros,
+} from './accounts.ts';
 import { type Clock, isoUtc, secondsUntilUtcMidnight, utcDay } from './clock.ts';
 import { ensureAccount } from './wallet.ts';
 
@@ -17,7 +23,10 @@ export interface Hold {
 /** Locks the account row of a customer and mode until the transaction ends. */
 export async function lockAccount(tx: Queryable, customerId: number, mode: Mode): Promise<void> {
   await ensureAccount(tx, customerId, mode);
-  await tx.query('select 1 from accounts where customer_id = $1 and mode = $2 for update', [customerId, mode]);
+  await tx.query('select 1 from accounts where customer_id = $1 and mode = $2 for update', [
+    customerId,
+    mode,
+  ]);
 }
 
 /**
@@ -26,7 +35,7 @@ export async function lockAccount(tx: Queryable, customerId: number, mode: Mode)
  */
 export function decideHold(state: AccountState, requests: number, now: Date): Hold {
   const plan = state.plan;
-  if (!plan || !plan.active) throw new ApiError('no_plan', 'no active API plan on this account');
+  if (!plan?.active) throw new ApiError('no_plan', 'no active API plan on this account');
   const sub = state.subscription;
   if (sub.required && sub.expiresAt && sub.expiresAt.getTime() <= now.getTime()) {
     throw new ApiError('subscription_expired', 'the bot subscription has expired', {
@@ -71,11 +80,10 @@ export async function applyHold(tx: Queryable, customerId: number, mode: Mode, h
     [customerId, mode, hold.day, requests, hold.wallet],
   );
   if (hold.wallet > 0) {
-    await tx.query('update accounts set held_micros = held_micros + $3 where customer_id = $1 and mode = $2', [
-      customerId,
-      mode,
-      hold.wallet * hold.rateMicros,
-    ]);
+    await tx.query(
+      'update accounts set held_micros = held_micros + $3 where customer_id = $1 and mode = $2',
+      [customerId, mode, hold.wallet * hold.rateMicros],
+    );
   }
 }
 
@@ -140,10 +148,9 @@ export async function releaseOne(tx: Queryable, jobId: string): Promise<void> {
     [job.customerId, job.mode, job.day, fromWallet ? 1 : 0],
   );
   if (fromWallet) {
-    await tx.query('update accounts set held_micros = held_micros - $3 where customer_id = $1 and mode = $2', [
-      job.customerId,
-      job.mode,
-      job.rateMicros,
-    ]);
+    await tx.query(
+      'update accounts set held_micros = held_micros - $3 where customer_id = $1 and mode = $2',
+      [job.customerId, job.mode, job.rateMicros],
+    );
   }
 }

@@ -1,8 +1,9 @@
 // SQL for jobs and their codes, and the redeem result built from them. The result is never
 // stored as text: it holds codes, which are bearer value, so it is rebuilt from the (encrypted)
 // rows whenever it is answered or replayed.
-import type { Queryable } from '../db/database.ts';
+
 import type { ActivationStatus } from '../activators/activator.ts';
+import type { Queryable } from '../db/database.ts';
 import type { Mode } from './accounts.ts';
 import { decryptCode } from './code-crypto.ts';
 
@@ -60,9 +61,10 @@ export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | nul
 }
 
 export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {
-  const r = await q.query<JobCodeRow>(`select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`, [
-    jobId,
-  ]);
+  const r = await q.query<JobCodeRow>(
+    `select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`,
+    [jobId],
+  );
   return r.rows;
 }
 
@@ -74,10 +76,18 @@ export const ERROR_CODE_OF: Record<ActivationStatus, string> = {
   failed: 'ACTIVATION_FAILED',
 };
 
-export const BILLED_STATUSES: ReadonlySet<ActivationStatus> = new Set(['activated', 'code_used', 'invalid_code']);
+export const BILLED_STATUSES: ReadonlySet<ActivationStatus> = new Set([
+  'activated',
+  'code_used',
+  'invalid_code',
+]);
 
 /** The disposition table of contract section 3. */
-export function dispositionOf(status: ActivationStatus, unknown: boolean, source: 'codes' | 'stock'): Disposition {
+export function dispositionOf(
+  status: ActivationStatus,
+  unknown: boolean,
+  source: 'codes' | 'stock',
+): Disposition {
   if (status === 'activated') return 'consumed';
   if (status === 'code_used' || status === 'invalid_code') return 'deleted';
   if (status === 'failed' && unknown) return 'quarantined';

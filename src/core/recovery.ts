@@ -6,12 +6,14 @@
 //   - codes never sent are released: their holds refunded, their stock available again;
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
-import { loadJob, loadJobCodes } from './jobs.ts';
-import { recordOutcome, type RedeemDeps } from './redeem.ts';
+
 import { releaseOne } from './billing.ts';
 import { decryptCode } from './code-crypto.ts';
+import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import { loadJob, loadJobCodes } from './jobs.ts';
+import { type RedeemDeps, recordOutcome } from './redeem.ts';
 import { setStockState } from './stock.ts';
+import { enqueueJobEvent } from './webhook-events.ts';
 
 /**
  * Takes over and settles every job that is running without a live owner: with `all`, every
@@ -32,14 +34,21 @@ export async function recoverOrphanedJobs(deps: RedeemDeps, opts: { all: boolean
       await settleStoppedJob(deps, id, 'interrupted');
       settled.push(id);
     } catch (err) {
-      deps.logger.error({ err, jobId: id }, 'could not settle an interrupted job; the sweeper will try again');
+      deps.logger.error(
+        { err, jobId: id },
+        'could not settle an interrupted job; the sweeper will try again',
+      );
     }
   }
   return settled;
 }
 
 /** Settles one job that stopped before finishing, as `interrupted` (process gone) or `failed` (crash). */
-export async function settleStoppedJob(deps: RedeemDeps, jobId: string, as: 'interrupted' | 'failed'): Promise<void> {
+export async function settleStoppedJob(
+  deps: RedeemDeps,
+  jobId: string,
+  as: 'interrupted' | 'failed',
+): Promise<void> {
   const job = await loadJob(deps.db, jobId);
   if (!job || (job.status !== 'running' && job.status !== 'queued')) return;
   const rows = await loadJobCodes(deps.db, jobId);
@@ -51,7 +60,8 @@ export async function settleStoppedJob(deps: RedeemDeps, jobId: string, as: 'int
       const code = decryptCode(deps.codeKey, row.codeEncrypted);
       const status = await deps.activatorFor(job.mode).status({ mode: job.mode, code });
       if (status && !status.redeemed) outcome = { status: 'failed', unknown: false };
-      else if (status?.redeemed && status.playerId === job.playerId) outcome = { status: 'activated', unknown: false };
+      else if (status?.redeemed && status.playerId === job.playerId)
+        outcome = { status: 'activated', unknown: false };
     } catch (err) {
       deps.logger.warn({ err, jobId, code: `…${row.last4}` }, 'status check failed; code quarantined');
     }
@@ -59,7 +69,9 @@ export async function settleStoppedJob(deps: RedeemDeps, jobId: string, as: 'int
   }
 
   await deps.db.transaction(async (tx) => {
-    const locked = await tx.query<{ status: string }>('select status from jobs where id = $1 for update', [jobId]);
+    const locked = await tx.query<{ status: string }>('select status from jobs where id = $1 for update', [
+      jobId,
+    ]);
     if (locked.rows[0]?.status !== 'running' && locked.rows[0]?.status !== 'queued') return;
     const pending = (await loadJobCodes(tx, jobId)).filter((r) => r.state === 'pending');
     for (const _ of pending) await releaseOne(tx, jobId);
@@ -69,17 +81,20 @@ export async function settleStoppedJob(deps: RedeemDeps, jobId: string, as: 'int
     // Stored without codes (bearer value); the job view adds the recorded outcomes from the rows.
     const error =
       as === 'interrupted'
-        ? { error_code: 'job_interrupted', message: 'the job was stopped by a server restart; unused stock and quota were restored' }
+        ? {
+            error_code: 'job_interrupted',
+            message: 'the job was stopped by a server restart; unused stock and quota were restored',
+          }
         : { error_code: 'internal', message: 'the job failed on the service side; every hold was released' };
-    await tx.query(`update jobs set status = $2, error = $3, finished_at = $4, lease_owner = null where id = $1`, [
-      jobId,
-      as,
-      JSON.stringify(error),
-      deps.clock.now(),
-    ]);
+    await tx.query(
+      `update jobs set status = $2, error = $3, finished_at = $4, lease_owner = null where id = $1`,
+      [jobId, as, JSON.stringify(error), deps.clock.now()],
+    );
     // A sync key is released so the same key can be retried; an async key keeps pointing at
     // its job, whose state decides the answer (503 job_interrupted, or the 202 replay).
-    if (!job.isAsync) {
+    if (job.isAsync) {
+      await enqueueJobEvent(tx, job, 'redeem.failed', deps.clock);
+    } else {
       await tx.query(
         `update idempotency_keys set state = 'released' where customer_id = $1 and mode = $2 and key = $3 and job_id = $4`,
         [job.customerId, job.mode, job.idempotencyKey, jobId],
@@ -87,4 +102,3 @@ export async function settleStoppedJob(deps: RedeemDeps, jobId: string, as: 'int
     }
   });
 }
-

@@ -37,7 +37,20 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Integers as the contract reads JSON: a number with no fractional part (2.0 is 2). */
-const isPositiveInteger = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+const isPositiveInteger = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+
+/**
+ * `uc` at step 3: any positive integer, however large (1e20 is one). A huge one is then a
+ * `no_combo` of step 9, not a `bad_request`.
+ */
+const isPositiveUc = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
+
+/**
+ * Text PostgreSQL can store and JSON can echo unchanged: no U+0000 (a text column refuses it,
+ * which would be a 500) and no lone surrogate (it would be stored, and echoed, as U+FFFD).
+ */
+const STORABLE_TEXT = /^(?:[^\u0000\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
 
 /** Steps 3 to 9. `body` is the parsed JSON (undefined when the body was empty or not JSON). */
 export function parseRedeemRequest(body: unknown): RedeemRequest {
@@ -51,22 +64,29 @@ export function parseRedeemRequest(body: unknown): RedeemRequest {
   if (present('source') && body.source !== 'codes' && body.source !== 'stock') {
     throw new ApiError('bad_request', 'source must be "codes" or "stock"');
   }
-  if (present('async') && typeof body.async !== 'boolean') throw new ApiError('bad_request', 'async must be a boolean');
+  if (present('async') && typeof body.async !== 'boolean')
+    throw new ApiError('bad_request', 'async must be a boolean');
   if (present('reference') && (typeof body.reference !== 'string' || [...body.reference].length > 128)) {
     throw new ApiError('bad_request', 'reference must be a string of at most 128 characters');
   }
-  if (present('uc') && !isPositiveInteger(body.uc)) throw new ApiError('bad_request', 'uc must be a positive integer');
+  if (present('reference') && !STORABLE_TEXT.test(body.reference as string)) {
+    throw new ApiError('bad_request', 'reference must not contain U+0000 or unpaired surrogates');
+  }
+  if (present('uc') && !isPositiveUc(body.uc))
+    throw new ApiError('bad_request', 'uc must be a positive integer');
 
   // Step 4: the player.
   const playerId = parsePlayerId(body.player_id);
 
   // Step 5: exactly one source.
   const given = (['codes', 'packs', 'uc'] as const).filter(present);
-  if (given.length > 1) throw new ApiError('ambiguous_source', `give only one of codes, packs or uc (got ${given.join(', ')})`);
+  if (given.length > 1)
+    throw new ApiError('ambiguous_source', `give only one of codes, packs or uc (got ${given.join(', ')})`);
   const field = given[0];
   if (present('source') && field) {
     const implied = field === 'codes' ? 'codes' : 'stock';
-    if (body.source !== implied) throw new ApiError('ambiguous_source', `source "${body.source}" contradicts ${field}`);
+    if (body.source !== implied)
+      throw new ApiError('ambiguous_source', `source "${body.source}" contradicts ${field}`);
   }
 
   // Step 6: something to redeem.
@@ -87,7 +107,8 @@ export function parseRedeemRequest(body: unknown): RedeemRequest {
   if (field === 'packs') return { ...common, source: 'stock', packs: parsePacks(body.packs) };
   const uc = body.uc as number;
   // Step 9.
-  if (!ucPossible(uc)) throw new ApiError('no_combo', `no combination of at most ${MAX_CODES} packs makes ${uc} UC`);
+  if (!ucPossible(uc))
+    throw new ApiError('no_combo', `no combination of at most ${MAX_CODES} packs makes ${uc} UC`);
   return { ...common, source: 'stock', uc };
 }
 
@@ -96,7 +117,8 @@ function parsePlayerId(value: unknown): string {
   if (typeof value === 'string') text = value;
   else if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) text = String(value);
   else throw new ApiError('bad_player', 'player_id must be a string of 5 to 20 digits');
-  if (!PLAYER_FORMAT.test(text)) throw new ApiError('bad_player', 'player_id must be a string of 5 to 20 digits');
+  if (!PLAYER_FORMAT.test(text))
+    throw new ApiError('bad_player', 'player_id must be a string of 5 to 20 digits');
   return text;
 }
 
@@ -123,7 +145,8 @@ function parsePacks(value: unknown): { category: string; count: number }[] {
   let total = 0;
   const packs = Object.entries(value).map(([category, count]) => {
     if (!isCategory(category)) throw new ApiError('bad_packs', `unknown category "${category}"`);
-    if (!isPositiveInteger(count)) throw new ApiError('bad_packs', `packs["${category}"] must be a positive integer`);
+    if (!isPositiveInteger(count))
+      throw new ApiError('bad_packs', `packs["${category}"] must be a positive integer`);
     total += count;
     return { category, count };
   });
@@ -142,5 +165,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`)
+    .digest('hex');
 }

@@ -4,8 +4,10 @@
 //   transaction, then record the outcome with its capture or release in one transaction.
 //   Last: finish the job and make its key replayable.
 // A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
+
+import type { Logger } from 'pino';
 import type { Activator } from '../activators/activator.ts';
-import type { Queryable } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Mode } from './accounts.ts';
@@ -26,8 +28,7 @@ import {
 } from './jobs.ts';
 import type { RedeemRequest } from './redeem-request.ts';
 import { type ReservedCode, reserveForUc, reserveStock, setStockState } from './stock.ts';
-import type { Database } from '../db/database.ts';
-import type { Logger } from 'pino';
+import { enqueueJobEvent } from './webhook-events.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** Codes of one job sent to the upstream at once. */
@@ -88,16 +89,30 @@ export async function startRedeem(
         throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request');
       }
       if (key.state === 'in_progress') {
-        throw new ApiError('idempotency_in_progress', 'an identical request is still running', {}, { 'Retry-After': '1' });
+        throw new ApiError(
+          'idempotency_in_progress',
+          'an identical request is still running',
+          {},
+          { 'Retry-After': '1' },
+        );
       }
       if (key.state === 'done') {
         const job = await loadJob(tx, key.jobId!);
         if (job?.isAsync && job.status === 'interrupted') {
-          throw new ApiError('job_interrupted', 'the job was stopped by a server restart; retry with a new key', {
-            job_id: job.id,
-          });
+          throw new ApiError(
+            'job_interrupted',
+            'the job was stopped by a server restart; retry with a new key',
+            {
+              job_id: job.id,
+            },
+          );
         }
-        return { kind: 'replay', jobId: key.jobId!, status: key.responseStatus!, requestId: key.responseRequestId! };
+        return {
+          kind: 'replay',
+          jobId: key.jobId!,
+          status: key.responseStatus!,
+          requestId: key.responseRequestId!,
+        };
       }
       // Released after a 5xx: resume, reusing every outcome already recorded.
       previous = key.jobId ? await loadJob(tx, key.jobId) : null;
@@ -107,19 +122,22 @@ export async function startRedeem(
     const reused = previous ? (await loadJobCodes(tx, previous.id)).filter((r) => r.state === 'done') : [];
     // Step 11: the codes still to attempt (and stock for them).
     const todo = await codesToAttempt(tx, deps, caller, input.request, jobId, previous);
-    if (!todo) throw new ApiError('no_stock', 'not enough stock for this request; add codes or send codes yourself');
+    if (!todo)
+      throw new ApiError('no_stock', 'not enough stock for this request; add codes or send codes yourself');
 
     // Step 12: billing for the codes to attempt.
     const hold: Hold =
-      todo.length > 0 ? decideHold(state, todo.length, now) : { day: utcDay(now), rateMicros: 0, included: 0, wallet: 0 };
+      todo.length > 0
+        ? decideHold(state, todo.length, now)
+        : { day: utcDay(now), rateMicros: 0, included: 0, wallet: 0 };
     await applyHold(tx, caller.customerId, caller.mode, hold);
 
     const req = input.request;
     const total = reused.length + todo.length;
     await tx.query(
       `insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, reference, total,
-                         hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at, started_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+                         hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at, started_at, request_id)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
       [
         jobId,
         caller.customerId,
@@ -139,6 +157,7 @@ export async function startRedeem(
         req.async ? null : new Date(now.getTime() + LEASE_MS),
         now,
         req.async ? null : now,
+        input.requestId,
       ],
     );
     let position = 0;
@@ -147,17 +166,48 @@ export async function startRedeem(
         `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state,
                                 status, error_code, disposition, billed, reused, finished_at)
          values ($1, $2, $3, $4, $5, $6, $7, $8, 'done', $9, $10, $11, $12, true, $13)`,
-        [jobId, position++, r.codeHash, r.codeEncrypted, r.last4, r.stockId, r.category, r.uc, r.status, r.errorCode, r.disposition, r.billed, now],
+        [
+          jobId,
+          position++,
+          r.codeHash,
+          r.codeEncrypted,
+          r.last4,
+          r.stockId,
+          r.category,
+          r.uc,
+          r.status,
+          r.errorCode,
+          r.disposition,
+          r.billed,
+          now,
+        ],
       );
     }
     for (const c of todo) {
       await tx.query(
         `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state)
          values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
-        [jobId, position++, codeHash(codeKey, c.code), encryptCode(codeKey, c.code), codeLast4(c.code), c.stockId, c.category, c.uc],
+        [
+          jobId,
+          position++,
+          codeHash(codeKey, c.code),
+          encryptCode(codeKey, c.code),
+          codeLast4(c.code),
+          c.stockId,
+          c.category,
+          c.uc,
+        ],
       );
     }
-    await takeKey(tx, caller, input, jobId, now);
+    // An async request is answered with its 202 at once: from then on its key replays that 202.
+    await takeKey(
+      tx,
+      caller,
+      input,
+      jobId,
+      now,
+      req.async ? { status: 202, requestId: input.requestId } : null,
+    );
     return { kind: 'started', jobId };
   });
 }
@@ -178,17 +228,30 @@ async function takeKey(
   input: { idempotencyKey: string; fingerprint: string },
   jobId: string,
   now: Date,
+  answered: { status: number; requestId: string } | null,
 ) {
   // An expired row (older than 24 hours) is replaced as if it were absent.
   await tx.query(
-    `insert into idempotency_keys (customer_id, mode, key, fingerprint, state, job_id, created_at, expires_at)
-     values ($1, $2, $3, $4, 'in_progress', $5, $6, $7)
+    `insert into idempotency_keys (customer_id, mode, key, fingerprint, state, job_id, created_at, expires_at,
+                                   response_status, response_request_id)
+     values ($1, $2, $3, $4, $8, $5, $6, $7, $9, $10)
      on conflict (customer_id, mode, key) do update
-       set fingerprint = excluded.fingerprint, state = 'in_progress', job_id = excluded.job_id,
-           response_status = null, response_request_id = null,
+       set fingerprint = excluded.fingerprint, state = excluded.state, job_id = excluded.job_id,
+           response_status = excluded.response_status, response_request_id = excluded.response_request_id,
            created_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.created_at else idempotency_keys.created_at end,
            expires_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.expires_at else idempotency_keys.expires_at end`,
-    [caller.customerId, caller.mode, input.idempotencyKey, input.fingerprint, jobId, now, new Date(now.getTime() + IDEMPOTENCY_TTL_MS)],
+    [
+      caller.customerId,
+      caller.mode,
+      input.idempotencyKey,
+      input.fingerprint,
+      jobId,
+      now,
+      new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+      answered ? 'done' : 'in_progress',
+      answered?.status ?? null,
+      answered?.requestId ?? null,
+    ],
   );
 }
 
@@ -213,7 +276,12 @@ async function codesToAttempt(
   if (previous) {
     const pending = (await loadJobCodes(tx, previous.id)).filter((r) => r.state !== 'done');
     if (req.source === 'codes') {
-      return pending.map((r) => ({ code: decryptCode(deps.codeKey, r.codeEncrypted), stockId: null, category: null, uc: null }));
+      return pending.map((r) => ({
+        code: decryptCode(deps.codeKey, r.codeEncrypted),
+        stockId: null,
+        category: null,
+        uc: null,
+      }));
     }
     const picks: { category: string; count: number }[] = [];
     for (const r of pending) {
@@ -223,9 +291,12 @@ async function codesToAttempt(
     }
     return picks.length ? fromStock(await reserve(picks)) : [];
   }
-  if (req.source === 'codes') return req.codes.map((code) => ({ code, stockId: null, category: null, uc: null }));
+  if (req.source === 'codes')
+    return req.codes.map((code) => ({ code, stockId: null, category: null, uc: null }));
   if ('packs' in req) return fromStock(await reserve(req.packs));
-  return fromStock(await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock));
+  return fromStock(
+    await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock),
+  );
 }
 
 /** Runs every pending code of a job, a few at a time. Returns how many requests this run billed. */
@@ -280,7 +351,12 @@ async function attemptCode(deps: RedeemDeps, job: JobRow, row: JobCodeRow): Prom
     await recordOutcome(deps, job, row, { status: 'failed', unknown: false }, 'pending');
     return false;
   }
-  let outcome: { status: JobCodeRow['status'] & string; unknown?: boolean; category?: string | null; uc?: number | null };
+  let outcome: {
+    status: JobCodeRow['status'] & string;
+    unknown?: boolean;
+    category?: string | null;
+    uc?: number | null;
+  };
   try {
     outcome = await deps.activatorFor(job.mode).activate({ mode: job.mode, code, playerId: job.playerId });
   } catch (err) {
@@ -297,7 +373,12 @@ export async function recordOutcome(
   deps: Pick<RedeemDeps, 'db' | 'clock'>,
   job: Pick<JobRow, 'id' | 'source'>,
   row: Pick<JobCodeRow, 'position' | 'stockId' | 'category' | 'uc'>,
-  outcome: { status: JobCodeRow['status'] & string; unknown?: boolean; category?: string | null; uc?: number | null },
+  outcome: {
+    status: JobCodeRow['status'] & string;
+    unknown?: boolean;
+    category?: string | null;
+    uc?: number | null;
+  },
   fromState: 'pending' | 'sending',
   tx?: Queryable,
 ): Promise<void> {
@@ -309,7 +390,18 @@ export async function recordOutcome(
       `update job_codes set state = 'done', status = $3, error_code = $4, disposition = $5, billed = $6,
               category = coalesce(category, $7), uc = coalesce(uc, $8), finished_at = $9
         where job_id = $1 and position = $2 and state = $10`,
-      [job.id, row.position, status, ERROR_CODE_OF[status], disposition, billed, outcome.category ?? null, outcome.uc ?? null, deps.clock.now(), fromState],
+      [
+        job.id,
+        row.position,
+        status,
+        ERROR_CODE_OF[status],
+        disposition,
+        billed,
+        outcome.category ?? null,
+        outcome.uc ?? null,
+        deps.clock.now(),
+        fromState,
+      ],
     );
     // Recorded already (by recovery racing a slow process): never bill twice.
     if (updated.rowCount === 0) return;
@@ -325,17 +417,51 @@ export async function recordOutcome(
   else await deps.db.transaction(work);
 }
 
-/** Last phase of a sync redeem: the job is completed and its key answers with a replay. */
-export async function finishSyncJob(deps: RedeemDeps, caller: Caller, jobId: string, status: number, requestId: string) {
+/**
+ * Last phase of a sync redeem: the job is completed and its key answers with a replay. Throws
+ * 503 unavailable when recovery took the job over meanwhile (its key was released, so a retry
+ * with the same key resumes from the recorded outcomes).
+ */
+export async function finishSyncJob(
+  deps: RedeemDeps,
+  caller: Caller,
+  jobId: string,
+  status: number,
+  requestId: string,
+) {
   await deps.db.transaction(async (tx) => {
-    await tx.query(`update jobs set status = 'completed', finished_at = $2, lease_owner = null where id = $1`, [
-      jobId,
-      deps.clock.now(),
-    ]);
+    const done = await tx.query(
+      `update jobs set status = 'completed', finished_at = $2, lease_owner = null
+        where id = $1 and status = 'running' and lease_owner = $3`,
+      [jobId, deps.clock.now(), INSTANCE_ID],
+    );
+    if (done.rowCount === 0)
+      throw new ApiError(
+        'unavailable',
+        'the redeem was interrupted; retry with the same Idempotency-Key',
+        {},
+        { 'Retry-After': '1' },
+      );
     await tx.query(
       `update idempotency_keys set state = 'done', response_status = $3, response_request_id = $4
         where job_id = $1 and customer_id = $2`,
       [jobId, caller.customerId, status, requestId],
     );
+  });
+}
+
+/** Last phase of an async job: completed, and its redeem.completed event in the outbox. */
+export async function finishAsyncJob(deps: RedeemDeps, jobId: string): Promise<boolean> {
+  return deps.db.transaction(async (tx) => {
+    const done = await tx.query<{ customerId: number; mode: Mode }>(
+      `update jobs set status = 'completed', finished_at = $2, lease_owner = null
+        where id = $1 and status = 'running' and lease_owner = $3
+        returning customer_id as "customerId", mode`,
+      [jobId, deps.clock.now(), INSTANCE_ID],
+    );
+    const job = done.rows[0];
+    if (!job) return false; // taken over by recovery: it reports the job
+    await enqueueJobEvent(tx, { id: jobId, ...job }, 'redeem.completed', deps.clock);
+    return true;
   });
 }

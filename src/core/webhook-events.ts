@@ -1,10 +1,10 @@
 // The webhook outbox: an event row is written in the transaction that ends an async job, only
 // when the customer has a webhook registered for that mode. The webhook worker delivers it.
 import type { Queryable } from '../db/database.ts';
+import type { Mode } from './accounts.ts';
 import type { Clock } from './clock.ts';
 import { newEventId } from './ids.ts';
 import type { JobEvent } from './job-view.ts';
-import type { Mode } from './accounts.ts';
 
 export async function enqueueJobEvent(
   tx: Queryable,

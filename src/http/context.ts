@@ -17,4 +17,6 @@ export interface AppContext {
   codeKey: Buffer;
   /** The activator for a key's mode: test keys always get the sandbox. */
   activatorFor(mode: Mode): Activator;
+  /** The job worker of this process: woken when a job is queued here. */
+  jobs: { wake(): void };
 }

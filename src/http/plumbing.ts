@@ -1,6 +1,9 @@
 // What every request of both listeners goes through: request ids, JSON parsing of any content
 // type, the error body for every error (404, 405, 413, bad JSON, crashes), one error handler.
+
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { newRequestId } from '../core/ids.ts';
 import { ApiError, ERROR_STATUS, type ErrorCode, errorBody } from './errors.ts';
 
 export const BODY_LIMIT = 262_144;
@@ -42,6 +45,38 @@ function handleError(error: FastifyError | ApiError | Error, request: FastifyReq
   }
   request.log.error({ err: error }, 'unhandled error');
   return sendError(reply, 'internal', 'internal error; retry with the same Idempotency-Key');
+}
+
+/**
+ * Fastify answers a URL it cannot decode (`/v1/%zz`) before routing and before any hook; this
+ * gives it the contract's error body too. `headers`: the listener's headers of every response.
+ */
+export function frameworkErrorHandler(headers: Record<string, string> = {}) {
+  return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('X-Request-Id', request.id);
+    return sendError(reply, 'bad_request', 'malformed request URL', {}, headers);
+  };
+}
+
+/**
+ * Node's HTTP parser rejects some requests before Fastify sees them (headers over 16 KB, bytes
+ * that are not HTTP); they get the contract's error body too, with a fresh request id.
+ */
+export function clientErrorHandler(headers: Record<string, string> = {}) {
+  return (err: Error & { code?: string }, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return;
+    const id = newRequestId();
+    const message =
+      err.code === 'HPE_HEADER_OVERFLOW' ? 'request headers are too large' : 'malformed HTTP request';
+    const body = JSON.stringify(errorBody('bad_request', message, id));
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\n${extra}Connection: close\r\n\r\n${body}`,
+    );
+  };
 }
 
 const notFound = (request: FastifyRequest, reply: FastifyReply) =>

@@ -5,15 +5,17 @@ import { newRequestId } from '../core/ids.ts';
 import type { KeyRecord } from '../core/keys.ts';
 import { formatUsd } from '../core/money.ts';
 import { registerHealthRoutes } from '../routes/health.ts';
+import { registerJobRoutes } from '../routes/jobs.ts';
 import { registerMeRoutes } from '../routes/me.ts';
 import { registerRedeemRoutes } from '../routes/redeem.ts';
 import { registerStockRoutes } from '../routes/stock.ts';
 import { authenticate, authorize, type ScopeRule } from './auth.ts';
 import { installBurstLimit } from './burst-limit.ts';
 import type { AppContext } from './context.ts';
-import { BODY_LIMIT, installPlumbing } from './plumbing.ts';
+import { BODY_LIMIT, clientErrorHandler, frameworkErrorHandler, installPlumbing } from './plumbing.ts';
 
 export const API_VERSION = '1.0.0';
+const EVERY_RESPONSE_HEADERS = { 'SVC-Version': API_VERSION, 'SVC-Cost': '0', 'SVC-Idempotent-Replay': 'false' };
 
 export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -23,6 +25,8 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
     bodyLimit: BODY_LIMIT,
     trustProxy: ctx.config.TRUST_PROXY.length > 0 ? [...ctx.config.TRUST_PROXY] : false,
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler(EVERY_RESPONSE_HEADERS),
+    clientErrorHandler: clientErrorHandler(EVERY_RESPONSE_HEADERS),
   });
   installPlumbing(app);
   app.decorateRequest('auth', null);
@@ -62,6 +66,7 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
   registerMeRoutes(app, ctx);
   registerStockRoutes(app, ctx);
   registerRedeemRoutes(app, ctx);
+  registerJobRoutes(app, ctx);
   app.addMethodNotAllowedRoutes();
   return app;
 }

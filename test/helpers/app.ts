@@ -2,9 +2,10 @@
 // logger whose lines are kept for assertions. Fixtures go through the admin API, as an operator.
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { type Config, loadConfig } from '../../src/config.ts';
 import { createSandboxActivator } from '../../src/activators/sandbox.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../../src/core/clock.ts';
+import { type JobWorker, startJobWorker } from '../../src/core/job-worker.ts';
 import { buildAdminApp } from '../../src/http/admin-app.ts';
 import type { AppContext } from '../../src/http/context.ts';
 import { buildPublicApp } from '../../src/http/public-app.ts';
@@ -25,7 +26,13 @@ export interface TestApp {
 }
 
 export async function createTestApp(
-  opts: { env?: Record<string, string>; clock?: ManualClock; sandboxSlowMs?: number } = {},
+  opts: {
+    env?: Record<string, string>;
+    clock?: ManualClock;
+    sandboxSlowMs?: number;
+    /** Run the async job worker (default true). */
+    jobWorker?: boolean;
+  } = {},
 ): Promise<TestApp> {
   const testDb = await openTestDatabase();
   const logs: string[] = [];
@@ -47,7 +54,10 @@ export async function createTestApp(
     adminToken: ADMIN_TOKEN,
     codeKey,
     activatorFor: () => sandbox,
+    jobs: { wake: () => worker?.wake() },
   };
+  let worker: JobWorker | undefined;
+  if (opts.jobWorker !== false) worker = startJobWorker(ctx, { pollMs: 50 });
   const api = await buildPublicApp(ctx);
   const admin = await buildAdminApp(ctx);
   return {
@@ -58,6 +68,7 @@ export async function createTestApp(
     testDb,
     logs,
     async close() {
+      await worker?.stop(2000);
       await api.close();
       await admin.close();
       await testDb.close();

@@ -29,7 +29,10 @@ export interface ServerProcess {
 }
 
 /** Starts a server and waits until both listeners answer. */
-export async function startServerProcess(opts: { dataDir: string; env?: Record<string, string> }): Promise<ServerProcess> {
+export async function startServerProcess(opts: {
+  dataDir: string;
+  env?: Record<string, string>;
+}): Promise<ServerProcess> {
   const port = await freePort();
   const adminPort = await freePort();
   let out = '';
@@ -63,7 +66,10 @@ export async function startServerProcess(opts: { dataDir: string; env?: Record<s
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${out}`);
     try {
-      const [a, b] = await Promise.all([fetch(`${url}/v1/health`), fetch(`${adminUrl}/admin/v1/customers/0`)]);
+      const [a, b] = await Promise.all([
+        fetch(`${url}/v1/health`),
+        fetch(`${adminUrl}/admin/v1/customers/0`),
+      ]);
       if (a.status === 200 && b.status) break;
     } catch {
       // not listening yet
@@ -104,10 +110,18 @@ export async function adminHttp<T = Record<string, unknown>>(
 }
 
 /** A customer with a plan, a funded test wallet and a test key, made through the admin API. */
-export async function createProcessMerchant(server: Pick<ServerProcess, 'adminUrl'>, plan = { daily_limit: 100, per_request_usd: '0.01' }) {
-  const { customer_id: customerId } = await adminHttp<{ customer_id: number }>(server, 'POST', '/admin/v1/customers', {
-    name: 'process merchant',
-  });
+export async function createProcessMerchant(
+  server: Pick<ServerProcess, 'adminUrl'>,
+  plan = { daily_limit: 100, per_request_usd: '0.01' },
+) {
+  const { customer_id: customerId } = await adminHttp<{ customer_id: number }>(
+    server,
+    'POST',
+    '/admin/v1/customers',
+    {
+      name: 'process merchant',
+    },
+  );
   await adminHttp(server, 'PUT', `/admin/v1/customers/${customerId}/plan`, {
     label: 'standard',
     ...plan,

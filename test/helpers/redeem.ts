@@ -34,7 +34,13 @@ export async function me(t: TestApp, key: string): Promise<MeBody> {
   return res.json() as MeBody;
 }
 
-export async function addStock(t: TestApp, customerId: number, mode: 'live' | 'test', category: string, codes: string[]) {
+export async function addStock(
+  t: TestApp,
+  customerId: number,
+  mode: 'live' | 'test',
+  category: string,
+  codes: string[],
+) {
   return adminCall<{ added: number; duplicates: number; rejected: number }>(
     t,
     'POST',
