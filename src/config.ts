@@ -28,6 +28,18 @@ const bool = (name: string) =>
       return z.NEVER;
     });
 
+/** A dotted-quad IPv4 or an IPv6 address: not the legacy forms ipaddr.js also takes ("1.2.3", "0x7f.1"). */
+const isStrictAddress = (a: string) => ipaddr.IPv4.isValidFourPartDecimal(a) || ipaddr.IPv6.isValid(a);
+
+function millis(v: string | undefined, fallback: number, name: string, ctx: z.RefinementCtx): number {
+  if (v === undefined) return fallback;
+  if (!/^\d{1,7}$/.test(v)) {
+    ctx.addIssue({ code: 'custom', message: `${name} must be a whole number of milliseconds` });
+    return z.NEVER;
+  }
+  return Number(v);
+}
+
 const optionalString = z
   .string()
   .optional()
@@ -64,7 +76,8 @@ const schema = z
         .map((s) => s.trim())
         .filter(Boolean);
       for (const entry of entries) {
-        const valid = entry.includes('/') ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry);
+        const valid =
+          isStrictAddress(entry.split('/')[0]!) && (!entry.includes('/') || ipaddr.isValidCIDR(entry));
         if (!valid) {
           ctx.addIssue({ code: 'custom', message: `TRUST_PROXY entry "${entry}" is not an address or CIDR` });
           return z.NEVER;
@@ -84,6 +97,9 @@ const schema = z
       return parts.map(Number);
     }),
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool('WEBHOOK_ALLOW_PRIVATE_TARGETS'),
+    // Not in the contract's table: sandbox latencies for demos, benchmarks and crash tests.
+    SANDBOX_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'SANDBOX_DELAY_MS', ctx)),
+    SANDBOX_SLOW_MS: optionalString.transform((v, ctx) => millis(v, 2000, 'SANDBOX_SLOW_MS', ctx)),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
       .pipe(

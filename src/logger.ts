@@ -21,6 +21,10 @@ export const REDACT_PATHS = [
   '*.body',
 ];
 
+/** A URL with its query values masked: a client may put a key or token in the query string. */
+export const redactQueryValues = (url: string | undefined) =>
+  url?.replace(/([?&][^=&#]*)=[^&#]*/g, '$1=[redacted]');
+
 export function createLogger(level: string, stream?: DestinationStream): Logger {
   return pino(
     {
@@ -30,7 +34,7 @@ export function createLogger(level: string, stream?: DestinationStream): Logger 
         // Only what support needs; never headers (Authorization) or bodies (codes).
         req: (req: { method?: string; url?: string; ip?: string }) => ({
           method: req.method,
-          url: req.url,
+          url: redactQueryValues(req.url),
           ip: req.ip,
         }),
       },

@@ -8,7 +8,7 @@ import { registerAdminStockRoutes } from '../routes/admin/stock.ts';
 import { bearerToken } from './auth.ts';
 import type { AppContext } from './context.ts';
 import { ApiError } from './errors.ts';
-import { BODY_LIMIT, installPlumbing } from './plumbing.ts';
+import { BODY_LIMIT, clientErrorHandler, frameworkErrorHandler, installPlumbing } from './plumbing.ts';
 
 /** Constant-time comparison of two secrets of any length (digests have equal length). */
 export function sameSecret(given: string, expected: string): boolean {
@@ -23,6 +23,8 @@ export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
     // Stock imports carry many codes; the operator is trusted with larger bodies than merchants.
     bodyLimit: 16 * BODY_LIMIT,
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler(),
+    clientErrorHandler: clientErrorHandler(),
   });
   installPlumbing(app);
 

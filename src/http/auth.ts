@@ -8,9 +8,10 @@ import { ApiError } from './errors.ts';
 /** What a route needs: any valid key, one scope, or one of several scopes. */
 export type ScopeRule = 'any' | Scope | readonly Scope[];
 
+/** The token of `Authorization: Bearer <token>`, written exactly so (contract section 1); else null. */
 export function bearerToken(header: string | undefined): string | null {
   if (typeof header !== 'string') return null;
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  const m = /^Bearer (\S+)$/.exec(header);
   return m ? m[1]! : null;
 }
 

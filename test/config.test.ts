@@ -1,0 +1,188 @@
+// Configuration (contract section 11): every setting validated at start; a bad one stops the
+// process with one clear line naming it and a non-zero exit.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+const KEY = Buffer.alloc(32, 1).toString('base64');
+const BIN = resolve(import.meta.dirname, '../bin/redeem-gateway.js');
+
+/** loadConfig throws a ConfigError of one line that names `variable`. */
+function expectRejected(env: Record<string, string>, variable: string) {
+  let error: unknown;
+  try {
+    loadConfig(env);
+  } catch (err) {
+    error = err;
+  }
+  expect(error, JSON.stringify(env)).toBeInstanceOf(ConfigError);
+  const message = (error as Error).message;
+  expect(message).toContain(variable);
+  expect(message).not.toContain('\n');
+  return message;
+}
+
+describe('loadConfig', () => {
+  test('defaults of contract section 11', () => {
+    const c = loadConfig({});
+    expect(c).toEqual({
+      HOST: '127.0.0.1',
+      PORT: 8080,
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: 8081,
+      ADMIN_TOKEN: undefined,
+      DATABASE_URL: undefined,
+      DATA_DIR: './data',
+      CODE_ENCRYPTION_KEY: undefined,
+      ACTIVATOR: 'sandbox',
+      ACTIVATOR_URL: undefined,
+      ACTIVATOR_KEY: undefined,
+      TRUST_PROXY: [],
+      WEBHOOK_RETRY_DELAYS: [10, 60, 300],
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: false,
+      LOG_LEVEL: 'info',
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  test('a full, valid configuration is read and typed', () => {
+    const c = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '1',
+      ADMIN_PORT: '65535',
+      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      DATABASE_URL: 'postgresql://u@db:5432/x',
+      CODE_ENCRYPTION_KEY: KEY,
+      ACTIVATOR: 'http',
+      ACTIVATOR_URL: 'https://upstream.example/api',
+      ACTIVATOR_KEY: 'k',
+      TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,2001:db8::/32',
+      WEBHOOK_RETRY_DELAYS: '1, 2,3',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      LOG_LEVEL: 'silent',
+    });
+    expect(c).toMatchObject({
+      PORT: 1,
+      ADMIN_PORT: 65535,
+      ACTIVATOR: 'http',
+      TRUST_PROXY: ['127.0.0.1', '10.0.0.0/8', '::1', '2001:db8::/32'],
+      WEBHOOK_RETRY_DELAYS: [1, 2, 3],
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: true,
+      LOG_LEVEL: 'silent',
+    });
+  });
+
+  test.each(['0', '65536', 'abc', '-1', '1.5', '8080x', '1e3', '99999999999999999999'])(
+    'PORT=%s is rejected, and ADMIN_PORT likewise',
+    (value) => {
+      expectRejected({ PORT: value }, 'PORT');
+      const admin = expectRejected({ ADMIN_PORT: value }, 'ADMIN_PORT');
+      expect(admin).toMatch(/ADMIN_PORT/);
+    },
+  );
+
+  test.each(['0', 'abc', '10,,60', '10,-5', '1.5', '10;60', ',', '10,0,300'])(
+    'WEBHOOK_RETRY_DELAYS=%s is rejected',
+    (value) => {
+      expectRejected({ WEBHOOK_RETRY_DELAYS: value }, 'WEBHOOK_RETRY_DELAYS');
+    },
+  );
+
+  test.each([
+    ['too short', Buffer.alloc(16, 1).toString('base64')],
+    ['31 bytes', Buffer.alloc(31, 1).toString('base64')],
+    ['33 bytes', Buffer.alloc(33, 1).toString('base64')],
+    ['not base64', `${'!'.repeat(43)}=`],
+    ['hex of 32 bytes', Buffer.alloc(32, 1).toString('hex')],
+    ['plain word', 'secret'],
+  ])('CODE_ENCRYPTION_KEY %s is rejected', (_name, value) => {
+    expectRejected({ CODE_ENCRYPTION_KEY: value }, 'CODE_ENCRYPTION_KEY');
+  });
+
+  test('ACTIVATOR=http without ACTIVATOR_URL names ACTIVATOR_URL', () => {
+    const message = expectRejected({ ACTIVATOR: 'http' }, 'ACTIVATOR_URL');
+    expect(message).toContain('ACTIVATOR_URL');
+    expectRejected({ ACTIVATOR: 'http', ACTIVATOR_URL: '' }, 'ACTIVATOR_URL');
+    expectRejected({ ACTIVATOR: 'http', ACTIVATOR_URL: 'ftp://x' }, 'ACTIVATOR_URL');
+    expect(loadConfig({ ACTIVATOR: 'http', ACTIVATOR_URL: 'http://127.0.0.1:9000' }).ACTIVATOR).toBe('http');
+  });
+
+  test('ACTIVATOR other than sandbox or http is rejected', () => {
+    expectRejected({ ACTIVATOR: 'live' }, 'ACTIVATOR');
+  });
+
+  test('DATABASE_URL without CODE_ENCRYPTION_KEY names CODE_ENCRYPTION_KEY', () => {
+    expectRejected({ DATABASE_URL: 'postgres://postgres@127.0.0.1/x' }, 'CODE_ENCRYPTION_KEY');
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1/x', CODE_ENCRYPTION_KEY: KEY }).DATABASE_URL,
+    ).toBe('postgres://postgres@127.0.0.1/x');
+  });
+
+  test('DATABASE_URL that is not PostgreSQL is rejected', () => {
+    expectRejected({ DATABASE_URL: 'mysql://x/y', CODE_ENCRYPTION_KEY: KEY }, 'DATABASE_URL');
+  });
+
+  test.each(['not-an-ip', '10.0.0.0/33', '1.2.3', '127.0.0.1,bogus', '::1/129', 'localhost'])(
+    'TRUST_PROXY=%s is rejected',
+    (value) => {
+      expectRejected({ TRUST_PROXY: value }, 'TRUST_PROXY');
+    },
+  );
+
+  test('other settings: LOG_LEVEL, WEBHOOK_ALLOW_PRIVATE_TARGETS, ADMIN_TOKEN', () => {
+    expectRejected({ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL');
+    expectRejected({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_TARGETS');
+    expectRejected({ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN');
+  });
+});
+
+describe('the real process', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rg-config-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  function run(args: string[], env: Record<string, string>) {
+    return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => {
+        stdout += d;
+      });
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        fail(new Error(`process did not exit: ${stdout} ${stderr}`));
+      }, 20_000);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        done({ code, stdout, stderr });
+      });
+    });
+  }
+
+  test.each([
+    ['serve', { PORT: 'abc' }, 'PORT'],
+    ['serve', { PORT: '0' }, 'PORT'],
+    ['serve', { ADMIN_PORT: '70000' }, 'ADMIN_PORT'],
+    ['serve', { ACTIVATOR: 'http' }, 'ACTIVATOR_URL'],
+    ['serve', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, 'CODE_ENCRYPTION_KEY'],
+    ['migrate', { WEBHOOK_RETRY_DELAYS: '0' }, 'WEBHOOK_RETRY_DELAYS'],
+  ] as const)('%s with %o exits non-zero printing one line naming %s', async (command, env, variable) => {
+    const r = await run([command], env);
+    expect(r.code).not.toBe(0);
+    expect(r.code).not.toBeNull();
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.split('\n').filter((l) => l.length > 0);
+    expect(lines, r.stderr).toHaveLength(1);
+    expect(lines[0]).toContain(variable);
+    expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/); // no stack trace
+  });
+});

@@ -1,0 +1,130 @@
+// Secrets never reach the logs (contract section 10, DESIGN house style 13), and a crash is
+// logged with its request id so support can find it.
+import type { InjectOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  ADMIN_TOKEN,
+  adminCall,
+  bearer,
+  createMerchant,
+  createTestApp,
+  type TestApp,
+} from './helpers/app.ts';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+  t.api.get('/v1/__crash', { config: { auth: 'any' } }, async () => {
+    throw new Error('boom in a test-only route');
+  });
+});
+afterAll(() => t.close());
+
+const parsedLogs = () =>
+  t.logs
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+describe('secrets in logs', () => {
+  test('API keys, the admin token and wrong tokens never appear in the logs', async () => {
+    const m = await createMerchant(t, { key: { allowed_ips: ['10.0.0.1'] } });
+    const live = await createMerchant(t, { key: { mode: 'live' } });
+    const revoked = await createMerchant(t);
+    await adminCall(t, 'POST', `/admin/v1/keys/${revoked.keyId}/revoke`);
+    const wrongKey = 'rk_test_WrongWrongWrongWrongWrongWron';
+    const wrongAdmin = 'wrong-admin-token-abcdefghijklmnop';
+    const garbage = 'garbage-token-zyxwvutsrqponmlkjihgf';
+    const secrets = [m.key, live.key, revoked.key, wrongKey, wrongAdmin, garbage, ADMIN_TOKEN];
+
+    const requestIds: string[] = [];
+    const call = async (app: 'api' | 'admin', opts: InjectOptions) => {
+      const res = await t[app].inject(opts);
+      requestIds.push(String(res.headers['x-request-id']));
+      return res;
+    };
+    const statuses = [
+      (await call('api', { method: 'GET', url: '/v1/me', headers: bearer(m.key), remoteAddress: '10.0.0.1' }))
+        .statusCode,
+      (await call('api', { method: 'GET', url: '/v1/me', headers: bearer(m.key), remoteAddress: '10.0.0.2' }))
+        .statusCode,
+      (await call('api', { method: 'GET', url: '/v1/me', headers: bearer(live.key) })).statusCode,
+      (await call('api', { method: 'GET', url: '/v1/me', headers: bearer(revoked.key) })).statusCode,
+      (await call('api', { method: 'GET', url: '/v1/me', headers: bearer(wrongKey) })).statusCode,
+      (await call('api', { method: 'GET', url: '/v1/me', headers: { authorization: garbage } })).statusCode,
+      (
+        await call('api', {
+          method: 'POST',
+          url: '/v1/me',
+          headers: bearer(live.key),
+          payload: { key: live.key },
+        })
+      ).statusCode,
+      (await call('api', { method: 'GET', url: '/v1/nope', headers: bearer(live.key) })).statusCode,
+      (await call('api', { method: 'GET', url: '/v1/__crash', headers: bearer(live.key) })).statusCode,
+      // A key misplaced in the query string by a careless client must not be logged either.
+      (await call('api', { method: 'GET', url: `/v1/me?api_key=${live.key}&token=${garbage}` })).statusCode,
+      (
+        await call('admin', {
+          method: 'GET',
+          url: `/admin/v1/customers/${m.customerId}`,
+          headers: bearer(ADMIN_TOKEN),
+        })
+      ).statusCode,
+      (
+        await call('admin', {
+          method: 'GET',
+          url: `/admin/v1/customers/${m.customerId}`,
+          headers: bearer(wrongAdmin),
+        })
+      ).statusCode,
+      (
+        await call('admin', {
+          method: 'POST',
+          url: `/admin/v1/customers/${m.customerId}/keys`,
+          headers: bearer(ADMIN_TOKEN),
+          payload: { mode: 'test', label: 'logged?' },
+        })
+      ).statusCode,
+    ];
+    expect(statuses).toEqual([200, 403, 200, 401, 401, 401, 405, 404, 500, 401, 200, 401, 201]);
+
+    const text = t.logs.join('');
+    // The logs are really being written: every one of these requests is in them.
+    for (const id of requestIds) expect(text).toContain(id);
+    for (const secret of secrets) expect(text).not.toContain(secret);
+    // Nor any other key issued in this test (admin responses carry keys).
+    expect(text).not.toMatch(/rk_(live|test)_[0-9A-Za-z]{32}/);
+    expect(text).not.toMatch(/authorization/i);
+    // The query's parameter names stay for support; their values do not.
+    expect(text).toContain('/v1/me?api_key=[redacted]&token=[redacted]');
+  });
+});
+
+describe('crash logs', () => {
+  test('the error log of a 500 carries the request id of the answer', async () => {
+    const m = await createMerchant(t);
+    const res = await t.api.inject({ method: 'GET', url: '/v1/__crash', headers: bearer(m.key) });
+    expect(res.statusCode).toBe(500);
+    const id = res.headers['x-request-id'];
+    expect(res.json().request_id).toBe(id);
+    const errors = parsedLogs().filter((l) => l.reqId === id && (l.level as number) >= 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      reqId: id,
+      level: 50,
+      err: { message: 'boom in a test-only route', type: 'Error' },
+    });
+    expect(JSON.stringify(errors[0])).not.toContain(m.key);
+  });
+
+  test('a 4xx is not logged as an error', async () => {
+    const res = await t.api.inject({ method: 'GET', url: '/v1/me' });
+    expect(res.statusCode).toBe(401);
+    const id = res.headers['x-request-id'];
+    const lines = parsedLogs().filter((l) => l.reqId === id);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+});
