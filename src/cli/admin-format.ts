@@ -95,10 +95,33 @@ export function formatCustomer(a: Json): string[] {
       }`,
     );
   }
-  // Whatever else the API reports (stock counts, later additions) is shown as it comes.
+  const stock = formatStock(a.stock);
+  lines.push(...stock);
+  // Whatever else the API reports (later additions) is shown as it comes.
   const known = new Set([...ENVELOPE, 'customer', 'plan', 'subscription', 'wallets', 'usage_today', 'keys']);
+  if (stock.length) known.add('stock');
   const rest = Object.fromEntries(Object.entries(a).filter(([name]) => !known.has(name)));
   if (Object.keys(rest).length) lines.push(...formatGeneric(rest, '  '));
+  return lines;
+}
+
+/** Stock counts per mode, one line each, naming only the categories that hold any code. */
+function formatStock(stock: unknown): string[] {
+  if (!isObject(stock)) return [];
+  const lines = ['  stock:'];
+  for (const [mode, s] of Object.entries(stock)) {
+    if (!isObject(s) || !Array.isArray(s.categories)) return [];
+    const held = s.categories
+      .filter(isObject)
+      .filter((c) => Number(c.available) + Number(c.reserved) + Number(c.quarantined) > 0)
+      .map(
+        (c) =>
+          `${c.category}: ${c.available} available, ${c.reserved} reserved, ${c.quarantined} quarantined`,
+      );
+    lines.push(
+      `    ${mode}: ${s.total_available} codes available (${s.total_uc_available} UC)${held.length ? `; ${held.join('; ')}` : ''}`,
+    );
+  }
   return lines;
 }
 
