@@ -13,6 +13,7 @@ import { type JobWorker, startJobWorker } from './core/job-worker.ts';
 import { issueKey } from './core/keys.ts';
 import { recoverOrphanedJobs } from './core/recovery.ts';
 import { appendLedger } from './core/wallet.ts';
+import { startWebhookWorker, type WebhookWorker } from './core/webhooks/delivery.ts';
 import { type Database, openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { buildAdminApp } from './http/admin-app.ts';
@@ -69,10 +70,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: join(dataDir, 'pglite') });
   let publicApp: FastifyInstance | undefined;
   let adminApp: FastifyInstance | undefined;
+  let webhookWorker: WebhookWorker | undefined;
   try {
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const sandbox = createSandboxActivator({ db, codeKey, clock });
+    const sandbox = createSandboxActivator({
+      db,
+      codeKey,
+      clock,
+      slowMs: config.SANDBOX_SLOW_MS,
+      delayMs: config.SANDBOX_DELAY_MS,
+    });
     if (config.ACTIVATOR === 'http')
       throw new Error('ACTIVATOR=http: the http activator is not available in this build yet');
     let worker: JobWorker | undefined;
@@ -96,6 +104,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }, SWEEP_MS);
     sweeper.unref();
     worker = startJobWorker(ctx);
+    webhookWorker = startWebhookWorker(ctx);
 
     publicApp = await buildPublicApp(ctx);
     adminApp = await buildAdminApp(ctx);
@@ -114,12 +123,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         clearInterval(sweeper);
         await Promise.allSettled([publicApp!.close(), adminApp!.close()]);
         await worker?.stop();
+        await webhookWorker?.stop();
         await db.close();
       },
     };
     return running;
   } catch (err) {
-    await Promise.allSettled([publicApp?.close(), adminApp?.close()]);
+    await Promise.allSettled([publicApp?.close(), adminApp?.close(), webhookWorker?.stop()]);
     await db.close().catch(() => undefined);
     throw err;
   }

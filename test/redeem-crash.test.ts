@@ -1,11 +1,18 @@
 // A server process killed (SIGKILL) while a code is out with the upstream: after a restart the
-// same Idempotency-Key resumes without re-sending any code, and bills each code once.
+// same Idempotency-Key resumes without re-sending any code and bills no code twice. The code
+// that was out is failed, quarantined and refunded (contract section 4) until a status check
+// settles it; the codes answered before the kill keep their outcomes and their single charge.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { onPostgres } from './helpers/db.ts';
-import { createProcessMerchant, type ServerProcess, startServerProcess } from './helpers/process.ts';
+import {
+  adminHttp,
+  createProcessMerchant,
+  type ServerProcess,
+  startServerProcess,
+} from './helpers/process.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'rg-crash-'));
 const servers: ServerProcess[] = [];
@@ -16,14 +23,23 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('SIGKILL between sending a code and recording it: the retry does not resend it and bills it once', {
+test('SIGKILL between sending a code and recording it: the retry does not resend it and bills nothing twice', {
   timeout: 120_000,
 }, async () => {
-  const first = await startServerProcess({ dataDir });
+  const first = await startServerProcess({ dataDir, env: { SANDBOX_SLOW_MS: '15000' } });
   servers.push(first);
-  const m = await createProcessMerchant(first);
+  // Every request from the wallet at $0.01: each recorded outcome shows as a charge.
+  const m = await createProcessMerchant(first, { daily_limit: null, per_request_usd: '0.01' });
   const tag = Date.now().toString(36).toUpperCase();
   const codes = [`FAST-A-${tag}`, `SLOW-B-${tag}`, `FAST-C-${tag}`];
+  const charges = async (server: ServerProcess) =>
+    (
+      await adminHttp<{ entries: { kind: string }[] }>(
+        server,
+        'GET',
+        `/admin/v1/customers/${m.customerId}/ledger?mode=test`,
+      )
+    ).entries.filter((e) => e.kind === 'charge').length;
   const send = (server: ServerProcess) =>
     fetch(`${server.url}/v1/redeem`, {
       method: 'POST',
@@ -35,9 +51,11 @@ test('SIGKILL between sending a code and recording it: the retry does not resend
       body: JSON.stringify({ player_id: '5123456789', codes }),
     });
 
-  // The SLOW code is consumed by the sandbox at once and answered 2 s later: kill inside that gap.
+  // The SLOW code is consumed by the sandbox at once and answered 15 s later: once the two fast
+  // codes are recorded (two charges), kill inside that gap.
   const pending = send(first).catch((err: unknown) => err);
-  await sleep(1000);
+  for (let i = 0; i < 100 && (await charges(first)) < 2; i++) await sleep(100);
+  expect(await charges(first)).toBe(2);
   await first.kill('SIGKILL');
   expect(await pending).toBeInstanceOf(Error); // the connection died with the process
 
@@ -53,26 +71,27 @@ test('SIGKILL between sending a code and recording it: the retry does not resend
   }
   expect(res.status).toBe(200);
   const body = (await res.json()) as {
-    codes: { code: string; status: string; billed: boolean }[];
+    codes: { code: string; status: string; disposition: string; billed: boolean }[];
     billed_requests: number;
   };
   // Re-sending any of them would have answered code_used: the sandbox remembers activations.
-  expect(body.codes.map((c) => [c.code, c.status, c.billed])).toEqual([
-    [codes[0], 'activated', true],
-    [codes[1], 'activated', true],
-    [codes[2], 'activated', true],
+  // The code that was out is failed, quarantined and refunded: it may have been consumed.
+  expect(body.codes.map((c) => [c.code, c.status, c.disposition, c.billed])).toEqual([
+    [codes[0], 'activated', 'consumed', true],
+    [codes[1], 'failed', 'quarantined', false],
+    [codes[2], 'activated', 'consumed', true],
   ]);
-  expect(body.billed_requests).toBe(3);
-  expect(res.headers.get('svc-cost')).toBe('0'); // all three were billed before or during recovery
+  expect(body.billed_requests).toBe(2);
+  expect(res.headers.get('svc-cost')).toBe('0'); // both were billed by the first process, not again
 
   const me = (await (
     await fetch(`${second.url}/v1/me`, { headers: { authorization: `Bearer ${m.key}` } })
   ).json()) as {
-    quota: { used_today: number; remaining_today: number };
+    quota: { used_today: number; remaining_today: number; overage_today: number };
     balance_usd: number;
   };
-  expect(me.quota).toMatchObject({ used_today: 3, remaining_today: 97 });
-  expect(me.balance_usd).toBe(5);
+  expect(me.quota).toMatchObject({ used_today: 2, remaining_today: 0, overage_today: 2 });
+  expect(me.balance_usd).toBe(4.98);
 
   // A replay now is the stored answer.
   const replay = await send(second);

@@ -22,12 +22,17 @@ export function createSandboxActivator(deps: {
   db: Queryable;
   codeKey: Buffer;
   clock: Clock;
+  /** How late a SLOW code is answered (default 2000 ms). */
   slowMs?: number;
+  /** A pause before every answer, like a real upstream's latency (default 0). */
+  delayMs?: number;
 }): Activator {
   const slowMs = deps.slowMs ?? SANDBOX_SLOW_MS;
+  const delayMs = deps.delayMs ?? 0;
   return {
     name: 'sandbox',
     async activate({ mode, code, playerId }): Promise<ActivationOutcome> {
+      if (delayMs > 0) await sleep(delayMs);
       const reported = categoryOf(code);
       const answer = (status: ActivationOutcome['status'], unknown = false): ActivationOutcome => ({
         status,

@@ -1,14 +1,12 @@
 // Finishing what a stopped process left behind (contract sections 4 and 5). A job whose process
 // died (or whose sync request ended in a 5xx) is settled here:
-//   - a code that was out with the upstream is settled by a status check when the activator can
-//     tell (redeemed for this player: activated and billed once; not redeemed: refunded and kept
-//     or returned), else it is failed, quarantined and refunded;
+//   - a code that was out with the upstream is failed, quarantined and refunded (it may have been
+//     consumed: it must not go back to stock, and it is not billed until a status check settles it);
 //   - codes never sent are released: their holds refunded, their stock available again;
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
 
 import { releaseOne } from './billing.ts';
-import { decryptCode } from './code-crypto.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
 import { type RedeemDeps, recordOutcome } from './redeem.ts';
@@ -53,19 +51,10 @@ export async function settleStoppedJob(
   if (!job || (job.status !== 'running' && job.status !== 'queued')) return;
   const rows = await loadJobCodes(deps.db, jobId);
 
-  // Codes that were out with the upstream: ask it what happened (outside any transaction).
+  // Codes that were out with the upstream may have been consumed: failed, quarantined and
+  // refunded (contract section 4). Settling them by a status check is the quarantine settler's job.
   for (const row of rows.filter((r) => r.state === 'sending')) {
-    let outcome: { status: 'activated' | 'failed'; unknown: boolean } = { status: 'failed', unknown: true };
-    try {
-      const code = decryptCode(deps.codeKey, row.codeEncrypted);
-      const status = await deps.activatorFor(job.mode).status({ mode: job.mode, code });
-      if (status && !status.redeemed) outcome = { status: 'failed', unknown: false };
-      else if (status?.redeemed && status.playerId === job.playerId)
-        outcome = { status: 'activated', unknown: false };
-    } catch (err) {
-      deps.logger.warn({ err, jobId, code: `…${row.last4}` }, 'status check failed; code quarantined');
-    }
-    await recordOutcome(deps, job, row, outcome, 'sending');
+    await recordOutcome(deps, job, row, { status: 'failed', unknown: true }, 'sending');
   }
 
   await deps.db.transaction(async (tx) => {

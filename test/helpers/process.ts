@@ -1,8 +1,10 @@
 // Real server processes for crash and multi-process tests: `node bin/redeem-gateway.js serve`
 // on free ports, on the PGlite directory given or on DATABASE_URL, killed with real signals.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { cpSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { inject } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const TEST_ADMIN_TOKEN = 'process-test-admin-token-0123456789';
@@ -112,7 +114,10 @@ export async function adminHttp<T = Record<string, unknown>>(
 /** A customer with a plan, a funded test wallet and a test key, made through the admin API. */
 export async function createProcessMerchant(
   server: Pick<ServerProcess, 'adminUrl'>,
-  plan = { daily_limit: 100, per_request_usd: '0.01' },
+  plan: { daily_limit: number | null; per_request_usd: string } = {
+    daily_limit: 100,
+    per_request_usd: '0.01',
+  },
 ) {
   const { customer_id: customerId } = await adminHttp<{ customer_id: number }>(
     server,
