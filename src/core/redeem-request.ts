@@ -50,7 +50,8 @@ const isPositiveUc = (v: unknown): v is number => typeof v === 'number' && Numbe
  * Text PostgreSQL can store and JSON can echo unchanged: no U+0000 (a text column refuses it,
  * which would be a 500) and no lone surrogate (it would be stored, and echoed, as U+FFFD).
  */
-const STORABLE_TEXT = /^(?:[^\u0000\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const isStorableText = (text: string) => !text.includes('\u0000') && !LONE_SURROGATE.test(text);
 
 /** Steps 3 to 9. `body` is the parsed JSON (undefined when the body was empty or not JSON). */
 export function parseRedeemRequest(body: unknown): RedeemRequest {
@@ -69,7 +70,7 @@ export function parseRedeemRequest(body: unknown): RedeemRequest {
   if (present('reference') && (typeof body.reference !== 'string' || [...body.reference].length > 128)) {
     throw new ApiError('bad_request', 'reference must be a string of at most 128 characters');
   }
-  if (present('reference') && !STORABLE_TEXT.test(body.reference as string)) {
+  if (present('reference') && !isStorableText(body.reference as string)) {
     throw new ApiError('bad_request', 'reference must not contain U+0000 or unpaired surrogates');
   }
   if (present('uc') && !isPositiveUc(body.uc))
