@@ -1,0 +1,394 @@
+// Load benchmark (npm run bench): a plain Fastify hello-world as the baseline, then the gateway's
+// GET /v1/health, GET /v1/me and a synchronous one-code POST /v1/redeem (sandbox activator, test
+// keys), on the embedded PGlite database and, given a URL, on PostgreSQL. Every server runs as a
+// child process; autocannon runs here. Ratios are against the baseline of this same run, because
+// the machines are noisy: compare ratios between runs, not raw numbers. See bench/README.md.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { createFixtures } from './fixtures.ts';
+import {
+  type Child,
+  freePort,
+  HOST,
+  machineCpu,
+  processCpuSeconds,
+  startChild,
+  waitForHttp,
+  waitForLine,
+} from './processes.ts';
+
+const HELP = `npm run bench -- [options]
+
+Options (defaults in brackets):
+  --duration=S            seconds measured per scenario [10]
+  --warmup=S              seconds of unmeasured load before each scenario [2]
+  --connections=N         concurrent connections [16]
+  --scenarios=LIST        gateway scenarios, comma-separated: health,me,redeem [health,me,redeem]
+  --postgres=URL          also run on this PostgreSQL database [DATABASE_URL if set]
+                          use a throwaway database: the run creates customers and keys in it
+  --skip-pglite           do not run on the embedded database
+  --customers=N           bench customers per database [200]
+  --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
+                          key passes the burst limit (30 per key per sliding 10 s)
+  --cpu-prof=DIR          write a V8 CPU profile of each gateway process into DIR (summarise one
+                          with: npx tsx bench/profile-summary.ts DIR/<file>.cpuprofile)
+  --help
+`;
+
+const GATEWAY_SCENARIOS = ['health', 'me', 'redeem'] as const;
+type Scenario = 'hello-world' | (typeof GATEWAY_SCENARIOS)[number];
+
+interface Options {
+  duration: number;
+  warmup: number;
+  connections: number;
+  scenarios: Scenario[];
+  postgres: string | undefined;
+  pglite: boolean;
+  customers: number;
+  keysPerCustomer: number;
+  cpuProfDir: string | undefined;
+}
+
+interface Row {
+  scenario: string;
+  database: string;
+  reqPerSec: number;
+  total: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  statuses: string;
+  serverCpu: number;
+  cpuMsPerRequest: number;
+  machineCpu: number;
+  reasons: string;
+}
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+function parseOptions(argv: string[]): Options | null {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '16' },
+      scenarios: { type: 'string', default: GATEWAY_SCENARIOS.join(',') },
+      postgres: { type: 'string' },
+      'skip-pglite': { type: 'boolean', default: false },
+      customers: { type: 'string', default: '200' },
+      'keys-per-customer': { type: 'string', default: '2' },
+      'cpu-prof': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) return null;
+  const int = (name: string, raw: string, min: number) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
+    return n;
+  };
+  const scenarios = values.scenarios
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const s of scenarios) {
+    if (!(GATEWAY_SCENARIOS as readonly string[]).includes(s)) throw new Error(`--scenarios: unknown "${s}"`);
+  }
+  const postgres = values.postgres ?? (process.env['DATABASE_URL'] || undefined);
+  if (postgres !== undefined && !/^postgres(ql)?:\/\//.test(postgres)) {
+    throw new Error('--postgres must be a postgres:// URL');
+  }
+  return {
+    duration: int('duration', values.duration, 1),
+    warmup: int('warmup', values.warmup, 0),
+    connections: int('connections', values.connections, 1),
+    scenarios: scenarios as Scenario[],
+    postgres,
+    pglite: !values['skip-pglite'],
+    customers: int('customers', values.customers, 1),
+    keysPerCustomer: int('keys-per-customer', values['keys-per-customer'], 1),
+    cpuProfDir: values['cpu-prof'] ? resolve(values['cpu-prof']) : undefined,
+  };
+}
+
+/** Runs one scenario: warm-up (discarded), then the measured run, with the server's CPU use. */
+async function measure(
+  o: Options,
+  scenario: Scenario,
+  database: string,
+  server: Child,
+  target: autocannon.Options,
+): Promise<Row> {
+  // Why requests were not 2xx: "status error_code" (or the code's status for a 422 redeem result).
+  const reasons = new Map<string, number>();
+  const onResponse = (status: number, body: string) => {
+    if (status < 300) return;
+    let why = '';
+    try {
+      const parsed = JSON.parse(body) as {
+        error_code?: string;
+        codes?: { error_code?: string; status?: string }[];
+      };
+      why = parsed.error_code ?? parsed.codes?.map((c) => `${c.status}/${c.error_code}`).join(',') ?? '';
+    } catch {
+      why = 'unparsed body';
+    }
+    const reason = `${status} ${why}`;
+    reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  };
+  const requests = target.requests?.map((r) => ({ ...r, onResponse }));
+  const base = { connections: o.connections, ...target, ...(requests ? { requests } : {}) };
+  if (o.warmup > 0) await autocannon({ ...base, duration: o.warmup });
+  const cpu0 = processCpuSeconds(server.pid);
+  const machine0 = machineCpu();
+  const t0 = process.hrtime.bigint();
+  reasons.clear();
+  const r = await autocannon({ ...base, duration: o.duration });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu1 = processCpuSeconds(server.pid);
+  const machine1 = machineCpu();
+  const statuses = Object.entries(r.statusCodeStats)
+    .filter(([status]) => !status.startsWith('2'))
+    .map(([status, s]) => `${status}×${s.count}`)
+    .join(' ');
+  const row: Row = {
+    scenario,
+    database,
+    reqPerSec: r.requests.mean,
+    total: r.requests.total ?? 0,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+    statuses,
+    serverCpu: (100 * (cpu1 - cpu0)) / seconds,
+    cpuMsPerRequest: (1000 * (cpu1 - cpu0)) / Math.max(1, r.requests.total ?? 0),
+    machineCpu: (100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total),
+    reasons: [...reasons].map(([why, n]) => `${why} ×${n}`).join('; '),
+  };
+  process.stderr.write(
+    `  ${scenario} on ${database}: ${row.reqPerSec.toFixed(0)} req/s, p99 ${row.p99} ms` +
+      `${row.non2xx || row.errors ? `, errors ${row.errors}, non-2xx ${row.non2xx} ${statuses}` : ''}` +
+      `${row.reasons ? ` (${row.reasons})` : ''}\n`,
+  );
+  if (Object.keys(r.statusCodeStats).some((s) => s.startsWith('5'))) {
+    process.stderr.write(`  server output (tail):\n${server.output().slice(-3000)}\n`);
+  }
+  return row;
+}
+
+async function runBaseline(o: Options, label: string): Promise<Row> {
+  const child = startChild(
+    ['--import', 'tsx', join(repoRoot, 'bench/hello-server.ts')],
+    process.env,
+    repoRoot,
+  );
+  try {
+    const [, port] = await waitForLine(child, /listening (\d+)/);
+    const row = await measure(o, 'hello-world', label, child, { url: `http://${HOST}:${port}/` });
+    return row;
+  } finally {
+    await child.stop();
+  }
+}
+
+/** The environment for a gateway child: ours, minus every gateway setting, plus the ones given. */
+function gatewayEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (
+      /^(HOST|PORT|ADMIN_HOST|ADMIN_PORT|ADMIN_TOKEN|ADMIN_URL|DATABASE_URL|DATA_DIR|CODE_ENCRYPTION_KEY|ACTIVATOR|ACTIVATOR_URL|ACTIVATOR_KEY|TRUST_PROXY|LOG_LEVEL)$/.test(
+        name,
+      ) ||
+      name.startsWith('WEBHOOK_')
+    ) {
+      delete env[name];
+    }
+  }
+  return { ...env, ...settings };
+}
+
+async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseUrl?: string): Promise<Row[]> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'redeem-bench-'));
+  const port = await freePort();
+  const adminPort = await freePort();
+  const adminToken = `adm_bench_${randomBytes(16).toString('hex')}`;
+  const settings: Record<string, string> = {
+    HOST,
+    PORT: String(port),
+    ADMIN_HOST: HOST,
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: dataDir,
+    CODE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'warn',
+  };
+  if (databaseUrl) settings['DATABASE_URL'] = databaseUrl;
+  const publicUrl = `http://${HOST}:${port}`;
+  const started = Date.now();
+  const profile = o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : [];
+  const server = startChild(
+    [...profile, join(repoRoot, 'bin/redeem-gateway.js'), 'serve'],
+    gatewayEnv(settings),
+    repoRoot,
+  );
+  try {
+    await waitForHttp(server, `${publicUrl}/v1/health`);
+    const startSeconds = (Date.now() - started) / 1000;
+    const fixturesStarted = Date.now();
+    const keys = await createFixtures({
+      adminUrl: `http://${HOST}:${adminPort}`,
+      adminToken,
+      customers: o.customers,
+      keysPerCustomer: o.keysPerCustomer,
+    });
+    process.stderr.write(
+      `${database}: server ready in ${startSeconds.toFixed(1)} s; ${keys.length} keys for ` +
+        `${o.customers} customers in ${((Date.now() - fixturesStarted) / 1000).toFixed(1)} s\n`,
+    );
+
+    let turn = 0;
+    const nextKey = () => keys[turn++ % keys.length]!;
+    // Unique per run and per request: the sandbox answers code_used for a code activated before,
+    // and an Idempotency-Key seen before would replay. Digits only after "BENCH", so no code can
+    // spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW).
+    const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
+    let sequence = 0;
+
+    const rows: Row[] = [];
+    for (const scenario of o.scenarios) {
+      if (scenario === 'health') {
+        rows.push(await measure(o, scenario, database, server, { url: `${publicUrl}/v1/health` }));
+      } else if (scenario === 'me') {
+        rows.push(
+          await measure(o, scenario, database, server, {
+            url: publicUrl,
+            requests: [
+              {
+                method: 'GET',
+                path: '/v1/me',
+                setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
+              },
+            ],
+          }),
+        );
+      } else if (scenario === 'redeem') {
+        rows.push(
+          await measure(o, scenario, database, server, {
+            url: publicUrl,
+            requests: [
+              {
+                method: 'POST',
+                path: '/v1/redeem',
+                setupRequest: (req) => {
+                  const n = sequence++;
+                  return {
+                    ...req,
+                    headers: {
+                      authorization: `Bearer ${nextKey()}`,
+                      'idempotency-key': `bench-${runTag}-${n}`,
+                      'content-type': 'application/json',
+                    },
+                    body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
+                  };
+                },
+              },
+            ],
+          }),
+        );
+      }
+    }
+    return rows;
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function printTable(
+  o: Options,
+  rows: Row[],
+  baselines: Row[],
+  meta: { loadStart: number[]; loadEnd: number[] },
+) {
+  const baseline = baselines.reduce((a, r) => a + r.reqPerSec, 0) / baselines.length;
+  const header = [
+    'scenario',
+    'database',
+    'req/s (mean)',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'non-2xx',
+    'vs baseline',
+    'server CPU',
+    'CPU ms/req',
+    'machine CPU',
+  ];
+  const lines = [...baselines, ...rows].map((r) => [
+    r.scenario,
+    r.database,
+    r.reqPerSec.toFixed(0),
+    String(r.p50),
+    String(r.p99),
+    String(r.errors),
+    r.statuses ? `${r.non2xx} (${r.statuses})` : String(r.non2xx),
+    r.scenario === 'hello-world' ? (r.reqPerSec / baseline).toFixed(2) : (r.reqPerSec / baseline).toFixed(3),
+    Number.isNaN(r.serverCpu) ? '?' : `${r.serverCpu.toFixed(0)}%`,
+    Number.isNaN(r.cpuMsPerRequest) ? '?' : r.cpuMsPerRequest.toFixed(3),
+    Number.isNaN(r.machineCpu) ? '?' : `${r.machineCpu.toFixed(0)}%`,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const format = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  const out = [
+    '',
+    `Redeem Gateway load benchmark, ${new Date().toISOString()}`,
+    `node ${process.version}, ${availableParallelism()} CPUs, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; ` +
+      `load average ${meta.loadStart.map((n) => n.toFixed(2)).join(' ')} at start, ` +
+      `${meta.loadEnd.map((n) => n.toFixed(2)).join(' ')} at end`,
+    `${o.connections} connections, ${o.duration} s measured after ${o.warmup} s warm-up per scenario; ` +
+      `baseline = mean of the hello-world runs (${baseline.toFixed(0)} req/s)`,
+    'server CPU: the server process, % of one core; CPU ms/req: its CPU time per completed request ' +
+      "(PostgreSQL's own processes not included); machine CPU: all processes, % of all cores",
+    '',
+    format(header),
+    format(widths.map((w) => '-'.repeat(w))),
+    ...lines.map(format),
+    '',
+    ...[...baselines, ...rows]
+      .filter((r) => r.reasons)
+      .map((r) => `non-2xx in ${r.scenario} on ${r.database}: ${r.reasons}`),
+    '',
+  ];
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+async function main() {
+  const o = parseOptions(process.argv.slice(2));
+  if (!o) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const loadStart = loadavg();
+  const baselines = [await runBaseline(o, 'none (first)')];
+  const rows: Row[] = [];
+  if (o.pglite) rows.push(...(await runGateway(o, 'pglite')));
+  if (o.postgres) rows.push(...(await runGateway(o, 'postgres', o.postgres)));
+  else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
+  // A second baseline at the end: how far the two differ shows how noisy the machine was.
+  baselines.push(await runBaseline(o, 'none (last)'));
+  printTable(o, rows, baselines, { loadStart, loadEnd: loadavg() });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
