@@ -9,6 +9,7 @@ import { registerJobRoutes } from '../routes/jobs.ts';
 import { registerMeRoutes } from '../routes/me.ts';
 import { registerRedeemRoutes } from '../routes/redeem.ts';
 import { registerStockRoutes } from '../routes/stock.ts';
+import { registerWebhookRoutes } from '../routes/webhook.ts';
 import { authenticate, authorize, type ScopeRule } from './auth.ts';
 import { installBurstLimit } from './burst-limit.ts';
 import type { AppContext } from './context.ts';
@@ -67,6 +68,7 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
   registerStockRoutes(app, ctx);
   registerRedeemRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerWebhookRoutes(app, ctx);
   app.addMethodNotAllowedRoutes();
   return app;
 }

@@ -1,0 +1,383 @@
+// The webhook worker (contract section 7; DESIGN "Outbox for webhooks"): drains webhook_events
+// rows written by the transaction that ended a job. A row is claimed with FOR UPDATE SKIP
+// LOCKED and a lease (locked_until), and its attempt number is taken in that same statement, so
+// two processes never send one attempt twice. Each attempt builds the envelope from the job's
+// rows, signs it afresh with the registration current at that moment, re-resolves and re-checks
+// the host and connects only to the addresses it checked. Pending rows survive a restart.
+import type { LookupAddress } from 'node:dns';
+import { Agent, request } from 'undici';
+import type { Queryable } from '../../db/database.ts';
+import type { AppContext } from '../../http/context.ts';
+import { redactQueryValues } from '../../logger.ts';
+import type { Mode } from '../accounts.ts';
+import { type JobEvent, jobEventData } from '../job-view.ts';
+import { loadRegistration } from './registration.ts';
+import { signatureHeader } from './signing.ts';
+import { type LookupFn, type ResolvedAddress, resolveWebhookTarget } from './url-guard.ts';
+
+/** A delivery is retried up to 3 times (contract section 7): 4 attempts in all. */
+export const MAX_ATTEMPTS = 4;
+
+export interface WebhookWorkerOptions {
+  /** Pause between looks for due events when there is nothing to do. Default 300 ms. */
+  pollMs?: number;
+  /** Events claimed and sent at once. Default 10. */
+  batchSize?: number;
+  /** How long a claimed event stays reserved for this process. Default 60 s (over the timeout). */
+  leaseMs?: number;
+  /** A 2xx must arrive within this. Default 10 s. */
+  timeoutMs?: number;
+  /** Host name resolution (tests inject one). Default: node:dns/promises lookup. */
+  lookup?: LookupFn;
+  /** Certificate authorities to trust instead of Node's (tests only; operators use NODE_EXTRA_CA_CERTS). */
+  ca?: string | Buffer;
+  /** Longest pause after the loop itself failed (database down). Default 30 s. */
+  maxBackoffMs?: number;
+}
+
+export interface WebhookWorker {
+  /** Look for due events now instead of at the next poll. */
+  wake(): void;
+  /** Claims and sends what is due once; resolves to the number of events handled. */
+  runOnce(): Promise<number>;
+  /** Stops the loop, aborts attempts in flight (they count as failed and are retried) and waits. */
+  stop(): Promise<void>;
+}
+
+type Deps = Pick<AppContext, 'db' | 'config' | 'clock' | 'logger' | 'codeKey'>;
+
+interface ClaimedEvent {
+  id: string;
+  customerId: number;
+  mode: Mode;
+  jobId: string;
+  event: JobEvent;
+  createdAt: Date;
+  attempts: number;
+}
+
+interface AttemptOutcome {
+  status: number | null;
+  error: string | null;
+  url: string;
+}
+
+/** The pause before retry `attempt + 1` after attempt `attempt` failed, from WEBHOOK_RETRY_DELAYS. */
+export function retryDelaySeconds(delays: readonly number[], attempt: number): number {
+  return delays[Math.min(attempt - 1, delays.length - 1)] ?? 60;
+}
+
+/** Starts the loop. On the embedded database, where only this process runs, leases left by a killed process are released first. */
+export function startWebhookWorker(deps: Deps, opts: WebhookWorkerOptions = {}): WebhookWorker {
+  const pollMs = opts.pollMs ?? 300;
+  const maxBackoffMs = opts.maxBackoffMs ?? 30_000;
+  const stopping = new AbortController();
+  let wakeUp: (() => void) | null = null;
+  let woken = false;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopping.signal.aborted) {
+        woken = false;
+        return resolve();
+      }
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      function done() {
+        clearTimeout(timer);
+        wakeUp = null;
+        woken = false;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  const runOnce = () => deliverDueEvents(deps, opts, stopping.signal);
+
+  const loop = (async () => {
+    if (deps.db.kind === 'pglite') {
+      await releaseLeases(deps.db).catch((err: unknown) =>
+        deps.logger.error({ err }, 'webhook worker: could not release leases at start'),
+      );
+    }
+    let backoff = pollMs;
+    while (!stopping.signal.aborted) {
+      let handled = 0;
+      try {
+        handled = await runOnce();
+        backoff = pollMs;
+      } catch (err) {
+        // Background loops never crash the process: log, back off, go on (DESIGN style 8).
+        if (stopping.signal.aborted) break;
+        deps.logger.error({ err }, 'webhook worker pass failed; backing off');
+        backoff = Math.min(backoff * 2, maxBackoffMs);
+        await sleep(backoff);
+        continue;
+      }
+      // A full batch means more may be due: go again at once.
+      if (handled < (opts.batchSize ?? 10)) await sleep(pollMs);
+    }
+  })();
+
+  return {
+    wake() {
+      woken = true;
+      wakeUp?.();
+    },
+    runOnce,
+    async stop() {
+      stopping.abort();
+      wakeUp?.();
+      await loop;
+    },
+  };
+}
+
+/** Leases held by a process that no longer exists (embedded database: only this process runs). */
+async function releaseLeases(db: Queryable): Promise<void> {
+  await db.query(
+    `update webhook_events set locked_until = null where state = 'pending' and locked_until is not null`,
+  );
+}
+
+/** One pass: claims due events and sends them concurrently. Returns how many were claimed. */
+export async function deliverDueEvents(
+  deps: Deps,
+  opts: WebhookWorkerOptions,
+  stop?: AbortSignal,
+): Promise<number> {
+  const claimed = await claimDueEvents(deps, opts.batchSize ?? 10, opts.leaseMs ?? 60_000);
+  await Promise.all(
+    claimed.map((evt) =>
+      deliverEvent(deps, opts, evt, stop).catch((err: unknown) => {
+        // The lease runs out and the event is taken again as its next attempt.
+        deps.logger.error(
+          { err, eventId: evt.id, attempt: evt.attempts },
+          'webhook attempt could not be recorded',
+        );
+      }),
+    ),
+  );
+  return claimed.length;
+}
+
+/** Takes due events and their attempt numbers in one statement (SKIP LOCKED + lease). */
+async function claimDueEvents(deps: Deps, limit: number, leaseMs: number): Promise<ClaimedEvent[]> {
+  const now = deps.clock.now();
+  const r = await deps.db.query<ClaimedEvent>(
+    `update webhook_events e
+        set attempts = e.attempts + 1, locked_until = $2
+      where e.id in (
+        select id from webhook_events
+         where state = 'pending' and next_attempt_at <= $1 and (locked_until is null or locked_until <= $1)
+         order by next_attempt_at
+         limit $3
+         for update skip locked)
+      returning e.id, e.customer_id as "customerId", e.mode, e.job_id as "jobId", e.event,
+                e.created_at as "createdAt", e.attempts`,
+    [now, new Date(now.getTime() + leaseMs), limit],
+  );
+  return r.rows;
+}
+
+async function deliverEvent(deps: Deps, opts: WebhookWorkerOptions, evt: ClaimedEvent, stop?: AbortSignal) {
+  const log = deps.logger.child({
+    eventId: evt.id,
+    jobId: evt.jobId,
+    event: evt.event,
+    attempt: evt.attempts,
+  });
+  // A process that died while sending leaves the attempt taken; past the last one, stop.
+  if (evt.attempts > MAX_ATTEMPTS)
+    return drop(deps, evt, 'attempts exhausted (a process stopped while sending)', log);
+
+  const registration = await loadRegistration(deps.db, deps.codeKey, evt);
+  if (!registration) return drop(deps, evt, 'no webhook registered any more', log);
+  const data = await jobEventData(deps.db, deps.codeKey, evt.jobId, evt.event);
+  if (!data) return drop(deps, evt, 'the job no longer exists', log);
+
+  const body = Buffer.from(
+    JSON.stringify({
+      id: evt.id,
+      event: evt.event,
+      created_at: Math.floor(evt.createdAt.getTime() / 1000),
+      data,
+    }),
+    'utf8',
+  );
+  const startedAt = deps.clock.now();
+  const started = performance.now();
+  const outcome = await sendAttempt(deps, opts, registration, evt, body, stop);
+  const durationMs = Math.round(performance.now() - started);
+  await recordAttempt(deps, evt, outcome, startedAt, durationMs, log);
+}
+
+async function sendAttempt(
+  deps: Deps,
+  opts: WebhookWorkerOptions,
+  registration: { url: string; secret: string },
+  evt: ClaimedEvent,
+  body: Buffer,
+  stop?: AbortSignal,
+): Promise<AttemptOutcome> {
+  const fail = (error: string): AttemptOutcome => ({ status: null, error, url: registration.url });
+  let url: URL;
+  try {
+    url = new URL(registration.url);
+  } catch {
+    return fail('the registered url does not parse');
+  }
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  let vetted: ResolvedAddress[];
+  try {
+    vetted = await resolveWebhookTarget(url, {
+      allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      lookup: opts.lookup,
+      lookupTimeoutMs: Math.min(timeoutMs, 5_000),
+    });
+  } catch (err) {
+    return fail(`blocked: ${err instanceof Error ? err.message : String(err)}`);
+  }
+
+  // The connection may only go to the addresses just checked: the agent's lookup answers with
+  // them instead of resolving again (a second answer could be a rebinding to a private address).
+  // The URL keeps its host name, so TLS sends it as SNI and checks the certificate against it.
+  const agent = new Agent({
+    connect: {
+      lookup: pinnedLookup(vetted),
+      timeout: timeoutMs,
+      ...(opts.ca ? { ca: opts.ca } : {}),
+    },
+    keepAliveTimeout: 1,
+    pipelining: 0,
+  });
+  const signals = [AbortSignal.timeout(timeoutMs)];
+  if (stop) signals.push(stop);
+  try {
+    const res = await request(url, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: {
+        'content-type': 'application/json',
+        'svc-event': evt.event,
+        'svc-delivery-id': evt.id,
+        'svc-signature': signatureHeader(
+          registration.secret,
+          body,
+          Math.floor(deps.clock.now().getTime() / 1000),
+        ),
+        'user-agent': 'redeem-gateway-webhooks/1',
+      },
+      body,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.any(signals),
+    });
+    // The receiver's answer is not read: drop it (up to a small limit) so the socket can close.
+    await res.body.dump({ limit: 65_536 }).catch(() => undefined);
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    // Redirects are not followed: a 3xx is a failed attempt like any other non-2xx.
+    return { status: res.statusCode, error: ok ? null : `answered ${res.statusCode}`, url: registration.url };
+  } catch (err) {
+    if (stop?.aborted) return fail('interrupted: the process is stopping');
+    return fail(describeError(err));
+  } finally {
+    agent.destroy().catch(() => undefined);
+  }
+}
+
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+/** A `lookup` for net/tls connect that only ever answers with the vetted addresses. */
+function pinnedLookup(vetted: ResolvedAddress[]) {
+  return (
+    _hostname: string,
+    options: { all?: boolean; family?: number | string },
+    callback: LookupCallback,
+  ) => {
+    const family =
+      options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
+    const usable = family === 4 || family === 6 ? vetted.filter((a) => a.family === family) : vetted;
+    if (usable.length === 0) {
+      const err: NodeJS.ErrnoException = new Error('no vetted address of the requested family');
+      err.code = 'ENOTFOUND';
+      return callback(err, []);
+    }
+    if (options.all)
+      return callback(
+        null,
+        usable.map((a) => ({ address: a.address, family: a.family })),
+      );
+    return callback(null, usable[0]!.address, usable[0]!.family);
+  };
+}
+
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return 'request failed';
+  const code = (err as { code?: string }).code;
+  if (err.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT') return 'timed out';
+  const cause = (err as { cause?: unknown }).cause;
+  const detail = cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
+  return `${code ?? err.name}: ${detail}`.slice(0, 300);
+}
+
+async function recordAttempt(
+  deps: Deps,
+  evt: ClaimedEvent,
+  outcome: AttemptOutcome,
+  startedAt: Date,
+  durationMs: number,
+  log: Deps['logger'],
+) {
+  const now = deps.clock.now();
+  const delivered = outcome.error === null;
+  const last = evt.attempts >= MAX_ATTEMPTS;
+  const state = delivered ? 'delivered' : last ? 'dropped' : 'pending';
+  const next = new Date(
+    now.getTime() + retryDelaySeconds(deps.config.WEBHOOK_RETRY_DELAYS, evt.attempts) * 1000,
+  );
+  await deps.db.transaction(async (tx) => {
+    await tx.query(
+      `insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms)
+       values ($1, $2, $3, $4, $5, $6, $7)`,
+      [evt.id, evt.attempts, outcome.url, startedAt, outcome.status, outcome.error, durationMs],
+    );
+    // Guarded by the attempt number: a process whose lease ran out cannot overwrite a later attempt.
+    await tx.query(
+      `update webhook_events
+          set state = $3, locked_until = null, last_status = $4, last_error = $5,
+              next_attempt_at = case when $3 = 'pending' then $6::timestamptz else next_attempt_at end,
+              finished_at = case when $3 = 'pending' then null else $7::timestamptz end
+        where id = $1 and attempts = $2 and state = 'pending'`,
+      [evt.id, evt.attempts, state, outcome.status, outcome.error, next, now],
+    );
+  });
+  const fields = { status: outcome.status, error: outcome.error, host: hostOf(outcome.url), durationMs };
+  if (delivered) log.info(fields, 'webhook delivered');
+  else if (last) log.warn(fields, 'webhook attempt failed; no retries left, dropped');
+  else log.info({ ...fields, retryAt: next.toISOString() }, 'webhook attempt failed; will retry');
+}
+
+async function drop(deps: Deps, evt: ClaimedEvent, reason: string, log: Deps['logger']) {
+  // Nothing was sent: the attempt taken by the claim is given back.
+  await deps.db.query(
+    `update webhook_events
+        set state = 'dropped', attempts = attempts - 1, locked_until = null, last_error = $3, finished_at = $4
+      where id = $1 and attempts = $2 and state = 'pending'`,
+    [evt.id, evt.attempts, reason, deps.clock.now()],
+  );
+  log.warn({ reason }, 'webhook event dropped');
+}
+
+/** Host and port only: a query string may carry the receiver's own token. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return redactQueryValues(url)?.slice(0, 100) ?? '';
+  }
+}

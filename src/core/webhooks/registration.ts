@@ -1,0 +1,85 @@
+// Webhook registrations (contract section 7): one per customer and mode. The secret is shown
+// once, in the registration answer, and kept encrypted at rest because it signs deliveries.
+import type { Queryable } from '../../db/database.ts';
+import { ApiError } from '../../http/errors.ts';
+import type { Mode } from '../accounts.ts';
+import type { Clock } from '../clock.ts';
+import { decryptCode, encryptCode } from '../code-crypto.ts';
+import { newWebhookSecret } from '../ids.ts';
+import { type LookupFn, parseWebhookUrl, resolveWebhookTarget } from './url-guard.ts';
+
+export const SIGNATURE_NOTE =
+  'Each delivery carries SVC-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." followed by the raw ' +
+  'body bytes, keyed with this whole secret string as UTF-8>. Compare in constant time and refuse a t more ' +
+  'than 300 seconds from your clock. SVC-Delivery-Id is the event id, the same on every retry. The secret ' +
+  'is shown only now; registering again replaces it.';
+
+const KNOWN_FIELDS = new Set(['url']);
+
+export interface Caller {
+  customerId: number;
+  mode: Mode;
+}
+
+export interface Registration {
+  url: string;
+  secret: string;
+}
+
+export interface RegisterDeps {
+  db: Queryable;
+  clock: Clock;
+  codeKey: Buffer;
+  allowPrivate: boolean;
+  lookup?: LookupFn;
+}
+
+/** Validates the request body in the contract's order; returns the URL string to store. */
+export async function validateRegistration(
+  body: unknown,
+  opts: { allowPrivate: boolean; lookup?: LookupFn },
+): Promise<string> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ApiError('bad_request', 'body must be a JSON object with a url');
+  }
+  for (const field of Object.keys(body)) {
+    if (!KNOWN_FIELDS.has(field)) throw new ApiError('bad_request', `unknown field "${field}"`);
+  }
+  const raw = (body as { url?: unknown }).url;
+  const url = parseWebhookUrl(raw);
+  await resolveWebhookTarget(url, { allowPrivate: opts.allowPrivate, lookup: opts.lookup });
+  // Stored as sent: that is the URL the caller registered and sees in the answer.
+  return raw as string;
+}
+
+/** Registers or replaces (URL and secret together, in one statement) the caller's webhook. */
+export async function registerWebhook(
+  deps: RegisterDeps,
+  caller: Caller,
+  body: unknown,
+): Promise<Registration> {
+  const url = await validateRegistration(body, { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
+  const secret = newWebhookSecret();
+  await deps.db.query(
+    `insert into webhooks (customer_id, mode, url, secret_encrypted, created_at)
+     values ($1, $2, $3, $4, $5)
+     on conflict (customer_id, mode) do update
+       set url = excluded.url, secret_encrypted = excluded.secret_encrypted, created_at = excluded.created_at`,
+    [caller.customerId, caller.mode, url, encryptCode(deps.codeKey, secret), deps.clock.now()],
+  );
+  return { url, secret };
+}
+
+/** The registration current now for a customer and mode, with its secret decrypted; or null. */
+export async function loadRegistration(
+  q: Queryable,
+  codeKey: Buffer,
+  caller: Caller,
+): Promise<Registration | null> {
+  const r = await q.query<{ url: string; secretEncrypted: string }>(
+    `select url, secret_encrypted as "secretEncrypted" from webhooks where customer_id = $1 and mode = $2`,
+    [caller.customerId, caller.mode],
+  );
+  const row = r.rows[0];
+  return row ? { url: row.url, secret: decryptCode(codeKey, row.secretEncrypted) } : null;
+}

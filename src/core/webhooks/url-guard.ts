@@ -1,0 +1,177 @@
+// The webhook URL guard (contract section 7): which URLs may be registered, and which addresses
+// a delivery may connect to. A webhook is a request the service makes on a caller's behalf, so
+// without this guard any key could make it reach loopback, the private network or a cloud
+// metadata endpoint (SSRF). Only plain public unicast addresses pass, unless the operator allows
+// private targets for development.
+import { lookup as dnsLookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { ApiError } from '../../http/errors.ts';
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+/** How long one name resolution may take before the name counts as not resolving. */
+export const LOOKUP_TIMEOUT_MS = 5_000;
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/** Resolves a host name to every address it has (node:dns/promises `lookup` with `all: true`). */
+export type LookupFn = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export const systemLookup: LookupFn = async (hostname) => {
+  const found = await dnsLookup(hostname, { all: true, verbatim: true });
+  return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+};
+
+// ipaddr.js's range() names every special range it knows and answers 'unicast' for the rest.
+// These are checked as well, whatever the library version: documentation, benchmarking,
+// reserved and translation ranges, so a library update that renames or drops a range cannot
+// open a hole. IPv6 must also lie in 2000::/3, the only block allocated for global unicast:
+// that refuses ::/96 (IPv4-compatible), 64:ff9b::/96 (NAT64), fec0::/10, 5f00::/16 and the
+// unallocated rest in one rule.
+const BLOCKED_CIDRS = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.88.99.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+  '2001::/23', // IETF protocol assignments: Teredo 2001::/32, benchmarking 2001:2::/48, ORCHID …
+  '2001:db8::/32', // documentation
+  '2002::/16', // 6to4: embeds an IPv4 address
+  '3fff::/20', // documentation (RFC 9637)
+].map((c) => ipaddr.parseCIDR(c));
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+// What WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets through: the ranges a developer's own receiver
+// sits in. Unspecified, multicast, broadcast, documentation and reserved stay refused.
+const PRIVATE_RANGES = new Set(['loopback', 'private', 'linkLocal', 'uniqueLocal', 'carrierGradeNat']);
+
+export type AddressVerdict = 'public' | 'private' | 'blocked';
+
+/** Classifies one IP address (any form ipaddr.js parses; IPv4-mapped IPv6 is judged as IPv4). */
+export function classifyAddress(text: string): AddressVerdict {
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.process(text.replace(/%.*$/, '')); // a zone index (fe80::1%eth0) is link-local anyway
+  } catch {
+    return 'blocked';
+  }
+  const range = addr.range();
+  if (PRIVATE_RANGES.has(range)) return 'private';
+  if (range !== 'unicast') return 'blocked';
+  if (addr.kind() === 'ipv6' && !addr.match(GLOBAL_UNICAST_V6)) return 'blocked';
+  for (const cidr of BLOCKED_CIDRS) {
+    if (cidr[0].kind() === addr.kind() && addr.match(cidr)) return 'blocked';
+  }
+  return 'public';
+}
+
+/** True when a delivery may connect to this address under the given setting. */
+export function addressAllowed(address: string, allowPrivate: boolean): boolean {
+  const verdict = classifyAddress(address);
+  return verdict === 'public' || (verdict === 'private' && allowPrivate);
+}
+
+const blocked = (why: string) =>
+  new ApiError('webhook_url_blocked', `url is not a public https endpoint: ${why}`);
+
+/**
+ * The first two rules of contract section 7, in order: a usable absolute URL without userinfo
+ * (else bad_request), then the https scheme (else https_required). Returns the parsed URL.
+ */
+export function parseWebhookUrl(raw: unknown): URL {
+  if (typeof raw !== 'string') throw new ApiError('bad_request', 'url is required and must be a string');
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) {
+    throw new ApiError('bad_request', `url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
+  }
+  // The URL parser silently strips surrounding spaces and inner tabs and newlines; a URL that
+  // needs that is not the URL the caller meant, so it is refused rather than rewritten.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\x00-\x20\x7f]/.test(raw))
+    throw new ApiError('bad_request', 'url must not contain spaces or control characters');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ApiError('bad_request', 'url must be an absolute URL');
+  }
+  if (url.username !== '' || url.password !== '' || hasUserinfo(raw)) {
+    throw new ApiError('bad_request', 'url must not carry a user name or password');
+  }
+  if (url.protocol !== 'https:') throw new ApiError('https_required', 'url must use https');
+  if (url.hostname === '') throw new ApiError('bad_request', 'url must have a host');
+  return url;
+}
+
+/** An `@` in the authority, even an empty `https://@host` the parser drops. */
+function hasUserinfo(raw: string): boolean {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*([^/\\?#]*)/.exec(raw);
+  return m !== null && m[1]!.includes('@');
+}
+
+/** The host of a parsed URL as an IP literal, or null when it is a name. */
+export function ipLiteralOf(url: URL): string | null {
+  const host = url.hostname;
+  if (host.startsWith('[') && host.endsWith(']')) return host.slice(1, -1);
+  // The WHATWG parser has already turned every IPv4 spelling (127.1, 2130706433, 0x7f000001,
+  // 0177.0.0.1) into a dotted quad, so a dotted quad is the only IPv4 form left to recognise.
+  return ipaddr.IPv4.isValidFourPartDecimal(host) ? host : null;
+}
+
+export interface GuardOptions {
+  allowPrivate: boolean;
+  lookup?: LookupFn;
+  lookupTimeoutMs?: number;
+}
+
+/**
+ * The third rule: resolves the URL's host now and checks every address it has. Returns the
+ * vetted addresses (a delivery connects to these and nothing else); throws webhook_url_blocked.
+ */
+export async function resolveWebhookTarget(url: URL, opts: GuardOptions): Promise<ResolvedAddress[]> {
+  const literal = ipLiteralOf(url);
+  if (literal !== null) {
+    if (!addressAllowed(literal, opts.allowPrivate)) throw blocked('the address is not public');
+    return [{ address: literal, family: literal.includes(':') ? 6 : 4 }];
+  }
+  const name = url.hostname.replace(/\.$/, '');
+  if ((name === 'localhost' || name.endsWith('.localhost')) && !opts.allowPrivate) throw blocked('localhost');
+
+  let found: ResolvedAddress[];
+  try {
+    found = await withTimeout((opts.lookup ?? systemLookup)(name), opts.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
+  } catch {
+    throw blocked('the host name does not resolve');
+  }
+  if (found.length === 0) throw blocked('the host name does not resolve');
+  // One bad address refuses the name: the resolver could hand either one to a later connect.
+  if (found.some((a) => !addressAllowed(a.address, opts.allowPrivate))) {
+    throw blocked('the host name resolves to an address that is not public');
+  }
+  return found;
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('lookup timed out')), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,22 @@
+// POST /v1/webhook (contract section 7): registers or replaces the caller's webhook for its
+// key's mode. Not billed. There is no GET: the secret is shown only in this answer.
+import type { FastifyInstance } from 'fastify';
+import { registerWebhook, SIGNATURE_NOTE } from '../core/webhooks/registration.ts';
+import type { AppContext } from '../http/context.ts';
+
+export function registerWebhookRoutes(app: FastifyInstance, ctx: AppContext) {
+  app.post('/v1/webhook', { config: { auth: 'redeem' } }, async (request) => {
+    const key = request.auth!;
+    const { url, secret } = await registerWebhook(
+      {
+        db: ctx.db,
+        clock: ctx.clock,
+        codeKey: ctx.codeKey,
+        allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      },
+      { customerId: key.customerId, mode: key.mode },
+      request.body,
+    );
+    return { ok: true, request_id: request.id, url, secret, note: SIGNATURE_NOTE };
+  });
+}
