@@ -1,6 +1,6 @@
 // Async redeems and GET /v1/jobs/{id} (contract sections 3 "Async", 4 and 5).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { bearer, createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
+import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 
 let t: TestApp;
@@ -183,5 +183,36 @@ describe('GET /v1/jobs/{id}', () => {
       [m.customerId],
     );
     expect((await getJob(m.key, sync.rows[0]!.id)).statusCode).toBe(404);
+  });
+});
+
+describe('GET /admin/v1/jobs/{id}', () => {
+  test('the job with its billing and per-code attempts, codes shown by their last 4 characters only', async () => {
+    const m = await createMerchant(t);
+    const code = uniqueCode();
+    const res = await redeem(t, m.key, { player_id: PLAYER, codes: [code], async: true });
+    const id = res.json().job_id as string;
+    await waitForJob(m.key, id);
+    const admin = await t.admin.inject({
+      method: 'GET',
+      url: `/admin/v1/jobs/${id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(admin.statusCode).toBe(200);
+    expect(admin.body).not.toContain(code);
+    const body = admin.json();
+    expect(body.job).toMatchObject({ job_id: id, customer_id: m.customerId, mode: 'test', async: true, status: 'completed' });
+    expect(body.billing).toMatchObject({ hold_included: 1, hold_wallet: 0, captured_included: 1, released_wallet: 0 });
+    expect(body.attempts).toEqual([
+      expect.objectContaining({ position: 0, code_last4: code.slice(-4), state: 'done', status: 'activated', billed: true }),
+    ]);
+    expect(body.webhooks).toEqual([]);
+    const unknown = await t.admin.inject({
+      method: 'GET',
+      url: '/admin/v1/jobs/job_nope',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error_code).toBe('not_found');
   });
 });

@@ -45,6 +45,8 @@ export interface JobCodeRow {
   disposition: Disposition | null;
   billed: boolean | null;
   reused: boolean;
+  startedAt: Date | null;
+  finishedAt: Date | null;
 }
 
 const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "idempotencyKey", is_async as "isAsync",
@@ -53,7 +55,8 @@ const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "
   finished_at as "finishedAt", error, request_id as "requestId"`;
 
 const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted", last4,
-  stock_id as "stockId", category, uc, state, status, error_code as "errorCode", disposition, billed, reused`;
+  stock_id as "stockId", category, uc, state, status, error_code as "errorCode", disposition, billed, reused,
+  started_at as "startedAt", finished_at as "finishedAt"`;
 
 export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | null> {
   const r = await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId]);

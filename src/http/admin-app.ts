@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { newRequestId } from '../core/ids.ts';
 import { sha256Hex } from '../core/keys.ts';
 import { registerAdminCustomerRoutes } from '../routes/admin/customers.ts';
+import { registerAdminJobRoutes } from '../routes/admin/jobs.ts';
 import { registerAdminStockRoutes } from '../routes/admin/stock.ts';
 import { bearerToken } from './auth.ts';
 import type { AppContext } from './context.ts';
@@ -38,6 +39,7 @@ export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
 
   registerAdminCustomerRoutes(app, ctx);
   registerAdminStockRoutes(app, ctx);
+  registerAdminJobRoutes(app, ctx);
   app.addMethodNotAllowedRoutes();
   return app;
 }
