@@ -1,5 +1,6 @@
-// A real database for a test file: a copy of the migrated PGlite template, or the PostgreSQL
-// database of DATABASE_URL. Tests never truncate: each makes its own customers.
+// A real database for a test file: a copy of the migrated PGlite template, or the file's own
+// PostgreSQL database (DATABASE_URL, set per file by file-database.ts). Tests never truncate:
+// each makes its own customers.
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,33 +1,57 @@
-// Runs once per `npm test`: on PGlite, builds a migrated template database that every test file
-// copies (a new PGlite database costs seconds; a copy of a prepared one is quick). On
-// PostgreSQL (DATABASE_URL), migrates the database once; tests create their own customers.
+// Runs once per `npm test`. Every test file gets a database of its own, copied from a migrated
+// template made here: on PGlite a data directory to copy (a new PGlite database costs seconds),
+// on PostgreSQL (DATABASE_URL) a template database that each file clones with CREATE DATABASE.
+// Own databases keep one file's job and webhook workers away from another file's rows.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { openPglite, openPostgres } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 
+export function databaseUrl(base: string, name: string): string {
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
-  if (process.env.DATABASE_URL) {
-    const db = await openPostgres(process.env.DATABASE_URL);
+  const base = process.env.DATABASE_URL;
+  if (base) {
+    const template = `rgtest_${process.pid}_${Date.now().toString(36)}`;
+    const admin = new pg.Client({ connectionString: base });
+    await admin.connect();
+    await admin.query(`create database ${template}`);
+    const db = await openPostgres(databaseUrl(base, template));
     try {
       await migrate(db);
     } finally {
       await db.close();
     }
     provide('pgliteTemplate', '');
-    return;
+    provide('pgTemplate', template);
+    return async () => {
+      // The template and any per-file database a crashed run left behind.
+      const left = await admin.query<{ datname: string }>(
+        `select datname from pg_database where datname like $1`,
+        [`${template}%`],
+      );
+      for (const { datname } of left.rows) await admin.query(`drop database if exists ${datname} with (force)`);
+      await admin.end();
+    };
   }
   const dir = mkdtempSync(join(tmpdir(), 'rg-template-'));
   const db = await openPglite(dir);
   await migrate(db);
   await db.close();
   provide('pgliteTemplate', dir);
+  provide('pgTemplate', '');
   return () => rmSync(dir, { recursive: true, force: true });
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgliteTemplate: string;
+    pgTemplate: string;
   }
 }

@@ -1,0 +1,31 @@
+// A setup file: on PostgreSQL, clones the migrated template into a database for this test file
+// and points DATABASE_URL at it, so everything in the file (in-process apps and spawned server
+// processes alike) works on its own database. Dropped when the file ends.
+import { randomBytes } from 'node:crypto';
+import { afterAll, inject } from 'vitest';
+import pg from 'pg';
+import { databaseUrl } from './global-setup.ts';
+
+const base = process.env.DATABASE_URL;
+const template = inject('pgTemplate');
+if (base && template) {
+  const name = `${template}_f${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  // Two files cloning at the same moment can find the template busy: try again shortly.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin.query(`create database ${name} template ${template}`);
+      break;
+    } catch (err) {
+      if (attempt >= 50 || !/being accessed by other users/.test(String((err as Error).message))) throw err;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+    }
+  }
+  process.env.DATABASE_URL = databaseUrl(base, name);
+  afterAll(async () => {
+    process.env.DATABASE_URL = base;
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+}
