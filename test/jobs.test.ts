@@ -1,6 +1,13 @@
 // Async redeems and GET /v1/jobs/{id} (contract sections 3 "Async", 4 and 5).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
+import {
+  ADMIN_TOKEN,
+  bearer,
+  createMerchant,
+  createTestApp,
+  issueTestKey,
+  type TestApp,
+} from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 
 let t: TestApp;
@@ -201,10 +208,27 @@ describe('GET /admin/v1/jobs/{id}', () => {
     expect(admin.statusCode).toBe(200);
     expect(admin.body).not.toContain(code);
     const body = admin.json();
-    expect(body.job).toMatchObject({ job_id: id, customer_id: m.customerId, mode: 'test', async: true, status: 'completed' });
-    expect(body.billing).toMatchObject({ hold_included: 1, hold_wallet: 0, captured_included: 1, released_wallet: 0 });
+    expect(body.job).toMatchObject({
+      job_id: id,
+      customer_id: m.customerId,
+      mode: 'test',
+      async: true,
+      status: 'completed',
+    });
+    expect(body.billing).toMatchObject({
+      hold_included: 1,
+      hold_wallet: 0,
+      captured_included: 1,
+      released_wallet: 0,
+    });
     expect(body.attempts).toEqual([
-      expect.objectContaining({ position: 0, code_last4: code.slice(-4), state: 'done', status: 'activated', billed: true }),
+      expect.objectContaining({
+        position: 0,
+        code_last4: code.slice(-4),
+        state: 'done',
+        status: 'activated',
+        billed: true,
+      }),
     ]);
     expect(body.webhooks).toEqual([]);
     const unknown = await t.admin.inject({

@@ -16,7 +16,11 @@ import type { AppContext } from './context.ts';
 import { BODY_LIMIT, clientErrorHandler, frameworkErrorHandler, installPlumbing } from './plumbing.ts';
 
 export const API_VERSION = '1.0.0';
-const EVERY_RESPONSE_HEADERS = { 'SVC-Version': API_VERSION, 'SVC-Cost': '0', 'SVC-Idempotent-Replay': 'false' };
+const EVERY_RESPONSE_HEADERS = {
+  'SVC-Version': API_VERSION,
+  'SVC-Cost': '0',
+  'SVC-Idempotent-Replay': 'false',
+};
 
 export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({

@@ -2,8 +2,8 @@
 // and points DATABASE_URL at it, so everything in the file (in-process apps and spawned server
 // processes alike) works on its own database. Dropped when the file ends.
 import { randomBytes } from 'node:crypto';
-import { afterAll, inject } from 'vitest';
 import pg from 'pg';
+import { afterAll, inject } from 'vitest';
 import { databaseUrl } from './global-setup.ts';
 
 const base = process.env.DATABASE_URL;

@@ -36,7 +36,8 @@ export default async function setup({ provide }: { provide: (key: string, value:
         `select datname from pg_database where datname like $1`,
         [`${template}%`],
       );
-      for (const { datname } of left.rows) await admin.query(`drop database if exists ${datname} with (force)`);
+      for (const { datname } of left.rows)
+        await admin.query(`drop database if exists ${datname} with (force)`);
       await admin.end();
     };
   }

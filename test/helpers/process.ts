@@ -35,6 +35,10 @@ export async function startServerProcess(opts: {
   dataDir: string;
   env?: Record<string, string>;
 }): Promise<ServerProcess> {
+  // A new PGlite database costs seconds: start from a copy of the migrated template instead.
+  const template = process.env.DATABASE_URL ? '' : inject('pgliteTemplate');
+  const pgliteDir = join(opts.dataDir, 'pglite');
+  if (template && !existsSync(pgliteDir)) cpSync(template, pgliteDir, { recursive: true });
   const port = await freePort();
   const adminPort = await freePort();
   let out = '';
