@@ -1,5 +1,6 @@
 // Idempotency of POST /v1/redeem (contract section 5) and concurrency (section 3).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { purgeExpiredKeys } from '../src/core/recovery.ts';
 import { createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 
@@ -76,6 +77,14 @@ describe('replay and conflict', () => {
     t.clock.set('2026-11-23T08:59:59Z');
     expect((await redeem(t, m.key, body, 'day-key')).headers['svc-idempotent-replay']).toBe('true');
     t.clock.set('2026-11-23T09:00:01Z');
+    // The sweep's purge removes the expired key row; a key still in its 24 hours stays.
+    await redeem(t, m.key, { player_id: PLAYER, codes: [uniqueCode()] }, 'young-key');
+    expect(await purgeExpiredKeys(t.ctx.db, t.clock.now())).toBeGreaterThanOrEqual(1);
+    const keys = await t.ctx.db.query<{ key: string }>(
+      'select key from idempotency_keys where customer_id = $1 order by key',
+      [m.customerId],
+    );
+    expect(keys.rows.map((r) => r.key)).toEqual(['young-key']);
     const fresh = await redeem(t, m.key, body, 'day-key');
     expect(fresh.headers['svc-idempotent-replay']).toBe('false');
     expect(fresh.json().codes[0].status).toBe('code_used');

@@ -6,6 +6,7 @@
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
 
+import type { Queryable } from '../db/database.ts';
 import { releaseOne } from './billing.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
@@ -90,4 +91,17 @@ export async function settleStoppedJob(
       );
     }
   });
+}
+
+/**
+ * Deletes idempotency keys past their 24 hours (an expired key already counts as absent; this
+ * only keeps the table small). Bounded per call so one sweep never holds the database long.
+ */
+export async function purgeExpiredKeys(db: Queryable, now: Date): Promise<number> {
+  const r = await db.query(
+    `delete from idempotency_keys where ctid = any(array(
+       select ctid from idempotency_keys where expires_at < $1 limit 1000))`,
+    [now],
+  );
+  return r.rowCount;
 }
