@@ -1,4 +1,4 @@
-// The `redeem-gateway` command: serve, migrate, admin …
+// The `redeem-gateway` command: serve, migrate, admin …, upstream-sim
 
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
@@ -12,6 +12,7 @@ Commands:
   serve                 run the public API, the admin API and the workers (npm start)
   migrate               apply pending database migrations and exit
   admin <what> …        operator commands, a client of the admin API (redeem-gateway admin help)
+  upstream-sim          run the upstream protocol simulator (redeem-gateway upstream-sim --help)
 
 Environment (defaults in brackets):
   HOST, PORT                    public API listener [127.0.0.1, 8080]
@@ -63,6 +64,11 @@ async function main(argv: string[]): Promise<void> {
     case 'admin': {
       const { runAdmin } = await import('./cli/admin.ts');
       await runAdmin(rest);
+      return;
+    }
+    case 'upstream-sim': {
+      const { runUpstreamSim } = await import('./cli/upstream-sim.ts');
+      await runUpstreamSim(rest);
       return;
     }
     case undefined:

@@ -1,0 +1,369 @@
+// The http activator (contract section 9): the JSON-over-HTTP protocol of
+// docs/upstream-protocol.md, with a per-call timeout, bounded concurrency, retries only where the
+// code surely did not leave this process, and a circuit breaker.
+//
+// The one question every failure must answer is "can the upstream have consumed the code?".
+// A request is "sent" from the moment undici starts writing it onto a socket (the handler's
+// onRequestStart); an error before that (connection refused, DNS, connect timeout, TLS, our own
+// deadline while connecting) is surely not sent: `failed`, refunded, the code kept or returned.
+// After that, anything but a well-formed answer is `unknown` and the code is quarantined, because
+// returning a consumed code to stock could sell it twice.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { type Dispatcher, Pool } from 'undici';
+import { CATALOG_UC } from '../core/catalog.ts';
+import type { ActivationOutcome, Activator, CodeStatus } from './activator.ts';
+
+export interface HttpActivatorOptions {
+  /** The upstream's base URL (ACTIVATOR_URL); paths /v1/activate and /v1/status are appended. */
+  url: string;
+  /** The bearer key (ACTIVATOR_KEY); no Authorization header when absent. */
+  key?: string | undefined;
+  /** Deadline of one call from the moment it has a connection slot (default 10000 ms). */
+  timeoutMs?: number;
+  /** Deadline for opening a connection (default the smaller of 3000 ms and timeoutMs). */
+  connectTimeoutMs?: number;
+  /** Calls in flight at once, and the pool's connections (default 16). Further calls wait. */
+  concurrency?: number;
+  /** Pauses before retrying a call that surely was not sent (default [50, 250]: two retries). */
+  retryDelaysMs?: number[];
+  breaker?: {
+    /** Consecutive failed calls that open the breaker (default 5). */
+    failureThreshold?: number;
+    /** How long it stays open before one trial call is let through (default 30000 ms). */
+    openMs?: number;
+  };
+  logger?: Pick<Logger, 'info' | 'warn'>;
+}
+
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
+export interface HttpActivator extends Activator {
+  breakerState(): BreakerState;
+  /** Closes the connection pool. */
+  close(): Promise<void>;
+}
+
+/** Largest response body read; anything longer is not a protocol answer. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** What one HTTP exchange came to. */
+type Exchange =
+  | { kind: 'answer'; status: number; body: string }
+  /** Never written to a socket: the upstream cannot have seen it. */
+  | { kind: 'not_sent'; reason: string; retryable: boolean }
+  /** Written (maybe in part), and no complete answer came back. */
+  | { kind: 'lost'; reason: string };
+
+const errorReason = (err: unknown) => {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return typeof e?.code === 'string' ? e.code : typeof e?.message === 'string' ? e.message : 'error';
+};
+
+/** A FIFO semaphore; acquire answers null when no slot came free within the wait. */
+function createSemaphore(max: number) {
+  let active = 0;
+  const waiting: Array<(release: (() => void) | null) => void> = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next(once());
+    else active -= 1;
+  };
+  const once = () => {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      release();
+    };
+  };
+  return {
+    acquire(waitMs: number): Promise<(() => void) | null> {
+      if (active < max) {
+        active += 1;
+        return Promise.resolve(once());
+      }
+      return new Promise((resolve) => {
+        const entry = (r: (() => void) | null) => {
+          clearTimeout(timer);
+          resolve(r);
+        };
+        const timer = setTimeout(() => {
+          const i = waiting.indexOf(entry);
+          if (i >= 0) waiting.splice(i, 1);
+          resolve(null);
+        }, waitMs);
+        waiting.push(entry);
+      });
+    },
+  };
+}
+
+/**
+ * Closed: calls go through; `failureThreshold` consecutive failures open it. Open: calls are
+ * answered at once without the network. After `openMs`, one trial call goes through (half open):
+ * its success closes the breaker, its failure opens it again.
+ */
+function createBreaker(failureThreshold: number, openMs: number, onChange: (s: BreakerState) => void) {
+  let state: BreakerState = 'closed';
+  let failures = 0;
+  let openedAt = 0;
+  let probing = false;
+  const set = (next: BreakerState) => {
+    if (next !== state) {
+      state = next;
+      onChange(next);
+    }
+  };
+  return {
+    state: () => (state === 'open' && Date.now() - openedAt >= openMs ? 'half_open' : state),
+    /** 'go' for a normal call, 'probe' for the trial call, null when the call must not be made. */
+    admit(): 'go' | 'probe' | null {
+      if (state === 'closed') return 'go';
+      if (state === 'open' && Date.now() - openedAt >= openMs) set('half_open');
+      if (state === 'half_open' && !probing) {
+        probing = true;
+        return 'probe';
+      }
+      return null;
+    },
+    success() {
+      probing = false;
+      failures = 0;
+      set('closed');
+    },
+    failure() {
+      probing = false;
+      failures += 1;
+      if (state === 'half_open' || failures >= failureThreshold) {
+        openedAt = Date.now();
+        set('open');
+      }
+    },
+    /** A call that ended without telling anything about the upstream (no slot came free). */
+    neutral() {
+      probing = false;
+    },
+  };
+}
+
+function catalogCategory(uc: number | null): string | null {
+  return uc !== null && (CATALOG_UC as readonly number[]).includes(uc) ? String(uc) : null;
+}
+
+function parseObject(text: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
+  const base = new URL(opts.url);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const concurrency = opts.concurrency ?? 16;
+  const retryDelays = opts.retryDelaysMs ?? [50, 250];
+  const logger = opts.logger;
+  const pool = new Pool(base.origin, {
+    connections: concurrency,
+    pipelining: 1,
+    connect: { timeout: opts.connectTimeoutMs ?? Math.min(3000, timeoutMs) },
+    // Our own deadline governs; these only keep undici from giving up first.
+    headersTimeout: timeoutMs + 1000,
+    bodyTimeout: timeoutMs + 1000,
+  });
+  const slots = createSemaphore(concurrency);
+  const breaker = createBreaker(opts.breaker?.failureThreshold ?? 5, opts.breaker?.openMs ?? 30_000, (s) => {
+    if (s === 'open') logger?.warn({ upstream: base.origin }, 'upstream circuit breaker open');
+    else logger?.info({ upstream: base.origin, state: s }, `upstream circuit breaker ${s.replace('_', ' ')}`);
+  });
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    'user-agent': 'redeem-gateway',
+  };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+
+  /** One POST, answered as an Exchange; never throws. */
+  function exchangeOnce(path: string, payload: unknown): Promise<Exchange> {
+    return new Promise((resolve) => {
+      let started = false;
+      let settled = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      let status = 0;
+      let size = 0;
+      const chunks: Buffer[] = [];
+      const finish = (x: Exchange) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(x);
+      };
+      const timer = setTimeout(() => {
+        if (!started) return finish({ kind: 'not_sent', reason: 'timeout before sending', retryable: false });
+        finish({ kind: 'lost', reason: 'timeout' });
+        controller?.abort(new Error('upstream call timed out'));
+      }, timeoutMs);
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(c) {
+          controller = c;
+          // Given up while still connecting: abort before a byte is written.
+          if (settled) return c.abort(new Error('gave up before sending'));
+          started = true;
+        },
+        onResponseStart(_c, statusCode) {
+          status = statusCode;
+        },
+        onResponseData(c, chunk) {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES) {
+            finish({ kind: 'lost', reason: 'response too large' });
+            c.abort(new Error('upstream response too large'));
+            return;
+          }
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          finish({ kind: 'answer', status, body: Buffer.concat(chunks).toString('utf8') });
+        },
+        onResponseError(_c, err) {
+          finish(
+            started
+              ? { kind: 'lost', reason: errorReason(err) }
+              : { kind: 'not_sent', reason: errorReason(err), retryable: true },
+          );
+        },
+      };
+      try {
+        pool.dispatch(
+          {
+            origin: base.origin,
+            method: 'POST',
+            path: `${basePath}${path}`,
+            headers,
+            body: JSON.stringify(payload),
+          },
+          handler,
+        );
+      } catch (err) {
+        finish({ kind: 'not_sent', reason: errorReason(err), retryable: false });
+      }
+    });
+  }
+
+  /** Retries only what surely was not sent, with short pauses. */
+  async function exchange(path: string, payload: unknown): Promise<Exchange> {
+    for (let attempt = 0; ; attempt++) {
+      const x = await exchangeOnce(path, payload);
+      const delay = retryDelays[attempt];
+      if (x.kind !== 'not_sent' || !x.retryable || delay === undefined) return x;
+      await sleep(delay);
+    }
+  }
+
+  /**
+   * Runs one call under the breaker and the concurrency bound. `judge` turns the exchange into a
+   * result and says whether it was a protocol answer (which closes the breaker) or a failure.
+   */
+  async function call<T>(
+    path: string,
+    payload: unknown,
+    judge: (x: Exchange) => { result: T; healthy: boolean },
+    refused: T,
+  ): Promise<{ result: T; exchange: Exchange | null }> {
+    const admitted = breaker.admit();
+    if (admitted === null) return { result: refused, exchange: null };
+    // Waiting for a slot is not upstream time; a call that waits too long is never sent.
+    const release = await slots.acquire(timeoutMs);
+    if (!release) {
+      breaker.neutral();
+      return { result: refused, exchange: { kind: 'not_sent', reason: 'no free slot', retryable: false } };
+    }
+    try {
+      const x = await exchange(path, payload);
+      const { result, healthy } = judge(x);
+      if (healthy) breaker.success();
+      else breaker.failure();
+      return { result, exchange: x };
+    } finally {
+      release();
+    }
+  }
+
+  function judgeActivation(x: Exchange): { result: ActivationOutcome; healthy: boolean } {
+    const failed = (unknown: boolean): ActivationOutcome => ({ status: 'failed', unknown });
+    if (x.kind === 'not_sent') return { result: failed(false), healthy: false };
+    if (x.kind === 'lost') return { result: failed(true), healthy: false };
+    // The protocol: every 4xx is answered before the code is processed.
+    if (x.status >= 400 && x.status < 500) return { result: failed(false), healthy: false };
+    if (x.status !== 200) return { result: failed(true), healthy: false };
+    const body = parseObject(x.body);
+    switch (body?.result) {
+      case 'activated': {
+        // Consumed, whatever else the answer says; an odd uc only loses the category.
+        const uc = Number.isInteger(body.uc) && (body.uc as number) > 0 ? (body.uc as number) : null;
+        return {
+          result: { status: 'activated', unknown: false, uc, category: catalogCategory(uc) },
+          healthy: true,
+        };
+      }
+      case 'code_used':
+        return { result: { status: 'code_used', unknown: false }, healthy: true };
+      case 'invalid_code':
+        return { result: { status: 'invalid_code', unknown: false }, healthy: true };
+      case 'player_not_found':
+        return { result: { status: 'bad_player', unknown: false }, healthy: true };
+      case 'failed':
+        // The upstream's own verdict: it did not consume the code.
+        return { result: failed(false), healthy: true };
+      default:
+        return { result: failed(true), healthy: false };
+    }
+  }
+
+  function judgeStatus(x: Exchange): { result: CodeStatus | null; healthy: boolean } {
+    if (x.kind !== 'answer' || x.status !== 200) return { result: null, healthy: false };
+    const body = parseObject(x.body);
+    if (typeof body?.redeemed !== 'boolean') return { result: null, healthy: false };
+    const playerId = typeof body.player_id === 'string' ? body.player_id : null;
+    return { result: body.redeemed ? { redeemed: true, playerId } : { redeemed: false }, healthy: true };
+  }
+
+  const describe = (x: Exchange | null) =>
+    x === null
+      ? { reason: 'circuit open' }
+      : x.kind === 'answer'
+        ? { httpStatus: x.status }
+        : { reason: x.reason, sent: x.kind === 'lost' };
+
+  return {
+    name: 'http',
+    async activate({ code, playerId }) {
+      const { result, exchange: x } = await call(
+        '/v1/activate',
+        { code, player_id: playerId },
+        judgeActivation,
+        { status: 'failed', unknown: false } satisfies ActivationOutcome,
+      );
+      if (result.status === 'failed') {
+        // Codes never reach the logs; their last 4 characters may.
+        logger?.warn(
+          { last4: code.slice(-4), unknown: result.unknown === true, ...describe(x) },
+          'upstream activation failed',
+        );
+      }
+      return result;
+    },
+    async status({ code }) {
+      const { result, exchange: x } = await call('/v1/status', { code }, judgeStatus, null);
+      if (result === null)
+        logger?.warn({ last4: code.slice(-4), ...describe(x) }, 'upstream status check failed');
+      return result;
+    },
+    breakerState: () => breaker.state(),
+    close: () => pool.close(),
+  };
+}
