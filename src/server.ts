@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { createHttpActivator } from './activators/http.ts';
 import { createSandboxActivator } from './activators/sandbox.ts';
 import type { Config } from './config.ts';
 import { createCustomer, setPlan } from './core/accounts.ts';
@@ -11,7 +12,7 @@ import { type Clock, systemClock } from './core/clock.ts';
 import { SWEEP_MS } from './core/instance.ts';
 import { type JobWorker, startJobWorker } from './core/job-worker.ts';
 import { issueKey } from './core/keys.ts';
-import { recoverOrphanedJobs } from './core/recovery.ts';
+import { purgeExpiredKeys, recoverOrphanedJobs } from './core/recovery.ts';
 import { appendLedger } from './core/wallet.ts';
 import { startWebhookWorker, type WebhookWorker } from './core/webhooks/delivery.ts';
 import { type Database, openDatabase } from './db/database.ts';
@@ -71,6 +72,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let publicApp: FastifyInstance | undefined;
   let adminApp: FastifyInstance | undefined;
   let webhookWorker: WebhookWorker | undefined;
+  let worker: JobWorker | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
   try {
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
@@ -81,9 +84,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       slowMs: config.SANDBOX_SLOW_MS,
       delayMs: config.SANDBOX_DELAY_MS,
     });
-    if (config.ACTIVATOR === 'http')
-      throw new Error('ACTIVATOR=http: the http activator is not available in this build yet');
-    let worker: JobWorker | undefined;
+    // Live keys only: test keys always use the sandbox (contract section 9).
+    const http =
+      config.ACTIVATOR === 'http'
+        ? createHttpActivator({ url: config.ACTIVATOR_URL!, key: config.ACTIVATOR_KEY, logger })
+        : undefined;
     const ctx: AppContext = {
       db,
       config,
@@ -91,7 +96,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       logger,
       adminToken,
       codeKey,
-      activatorFor: () => sandbox,
+      activatorFor: (mode) => (mode === 'live' && http ? http : sandbox),
       jobs: { wake: () => worker?.wake() },
     };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock) : null;
@@ -99,8 +104,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Jobs whose process stopped: on the embedded database only this process runs, so every
     // running job is orphaned and is settled before the first request is answered.
     await recoverOrphanedJobs(ctx, { all: db.kind === 'pglite' });
-    const sweeper = setInterval(() => {
+    sweeper = setInterval(() => {
       recoverOrphanedJobs(ctx, { all: false }).catch((err) => logger.error({ err }, 'job sweep failed'));
+      purgeExpiredKeys(db, clock.now()).catch((err) => logger.error({ err }, 'idempotency key purge failed'));
     }, SWEEP_MS);
     sweeper.unref();
     worker = startJobWorker(ctx);
@@ -124,12 +130,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         await Promise.allSettled([publicApp!.close(), adminApp!.close()]);
         await worker?.stop();
         await webhookWorker?.stop();
+        await http?.close();
         await db.close();
       },
     };
     return running;
   } catch (err) {
-    await Promise.allSettled([publicApp?.close(), adminApp?.close(), webhookWorker?.stop()]);
+    clearInterval(sweeper);
+    await Promise.allSettled([publicApp?.close(), adminApp?.close(), worker?.stop(), webhookWorker?.stop()]);
     await db.close().catch(() => undefined);
     throw err;
   }

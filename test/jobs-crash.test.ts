@@ -112,5 +112,6 @@ test('SIGKILL mid-job: interrupted, unattempted stock and holds restored, key an
   });
   expect(again.status).toBe(503);
   expect(again.headers.get('svc-idempotent-replay')).toBe('false');
+  expect(again.headers.get('retry-after')).toBe('1');
   expect(await again.json()).toMatchObject({ ok: false, error_code: 'job_interrupted', job_id: jobId });
 });

@@ -26,7 +26,12 @@ import {
   TEST_HOST_NAME,
   type TestCa,
 } from './helpers/https-receiver.ts';
-import { createProcessMerchant, type ServerProcess, startServerProcess } from './helpers/process.ts';
+import {
+  adminHttp,
+  createProcessMerchant,
+  type ServerProcess,
+  startServerProcess,
+} from './helpers/process.ts';
 import { redeem, uniqueCode } from './helpers/redeem.ts';
 
 const PLAYER = '5123456789';
@@ -264,8 +269,19 @@ describe('deliveries through a real server process', () => {
     // A process whose retry comes only 6 s after the failed first attempt.
     const slow = await startServer({ WEBHOOK_RETRY_DELAYS: '6,6,6' });
     receiver.script = [500];
-    await asyncRedeem(slow, m.key);
+    const jobId = await asyncRedeem(slow, m.key);
     const [first] = await receiver.waitFor(1);
+    // Kill only once the failed first attempt is recorded (otherwise the restarted process
+    // rightly treats the attempt as cut off and sends it again at once).
+    for (let i = 0; i < 100; i++) {
+      const view = await adminHttp<{ webhooks: { attempts: number; last_status: number | null }[] }>(
+        slow,
+        'GET',
+        `/admin/v1/jobs/${jobId}`,
+      );
+      if (view.webhooks[0]?.last_status === 500) break;
+      await sleep(50);
+    }
     await slow.kill('SIGKILL');
     const killedAt = Date.now();
 

@@ -18,8 +18,11 @@ export function sendError(
   headers: Record<string, string> = {},
 ) {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+  const status = ERROR_STATUS[code];
+  // Every 429 and 503 says when to come back (contract section 8); most set their own value.
+  if ((status === 429 || status === 503) && !reply.hasHeader('Retry-After')) reply.header('Retry-After', '1');
   return reply
-    .code(ERROR_STATUS[code])
+    .code(status)
     .type('application/json; charset=utf-8')
     .send(errorBody(code, message, reply.request.id, extra));
 }
