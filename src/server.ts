@@ -12,6 +12,7 @@ import { type Clock, systemClock } from './core/clock.ts';
 import { SWEEP_MS } from './core/instance.ts';
 import { type JobWorker, startJobWorker } from './core/job-worker.ts';
 import { issueKey } from './core/keys.ts';
+import { checkQuarantined } from './core/quarantine.ts';
 import { purgeExpiredKeys, recoverOrphanedJobs } from './core/recovery.ts';
 import { appendLedger } from './core/wallet.ts';
 import { startWebhookWorker, type WebhookWorker } from './core/webhooks/delivery.ts';
@@ -107,6 +108,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     sweeper = setInterval(() => {
       recoverOrphanedJobs(ctx, { all: false }).catch((err) => logger.error({ err }, 'job sweep failed'));
       purgeExpiredKeys(db, clock.now()).catch((err) => logger.error({ err }, 'idempotency key purge failed'));
+      checkQuarantined(ctx).catch((err) => logger.error({ err }, 'quarantine check failed'));
     }, SWEEP_MS);
     sweeper.unref();
     worker = startJobWorker(ctx);

@@ -47,6 +47,8 @@ export interface JobCodeRow {
   reused: boolean;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** For a quarantined code: what a status check or the operator found ('used' or 'unused'). */
+  settlement: 'used' | 'unused' | null;
 }
 
 const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "idempotencyKey", is_async as "isAsync",
@@ -56,7 +58,7 @@ const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "
 
 const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted", last4,
   stock_id as "stockId", category, uc, state, status, error_code as "errorCode", disposition, billed, reused,
-  started_at as "startedAt", finished_at as "finishedAt"`;
+  started_at as "startedAt", finished_at as "finishedAt", settlement`;
 
 export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | null> {
   const r = await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId]);

@@ -5,6 +5,7 @@ import { newRequestId } from '../core/ids.ts';
 import { sha256Hex } from '../core/keys.ts';
 import { registerAdminCustomerRoutes } from '../routes/admin/customers.ts';
 import { registerAdminJobRoutes } from '../routes/admin/jobs.ts';
+import { registerAdminQuarantineRoutes } from '../routes/admin/quarantine.ts';
 import { registerAdminStockRoutes } from '../routes/admin/stock.ts';
 import { bearerToken } from './auth.ts';
 import type { AppContext } from './context.ts';
@@ -40,6 +41,7 @@ export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
   registerAdminCustomerRoutes(app, ctx);
   registerAdminStockRoutes(app, ctx);
   registerAdminJobRoutes(app, ctx);
+  registerAdminQuarantineRoutes(app, ctx);
   app.addMethodNotAllowedRoutes();
   return app;
 }

@@ -86,6 +86,7 @@ export function registerAdminJobRoutes(app: FastifyInstance, ctx: AppContext) {
         disposition: c.disposition,
         billed: c.billed,
         reused: c.reused,
+        settlement: c.settlement,
         started_at: iso(c.startedAt),
         finished_at: iso(c.finishedAt),
       })),
