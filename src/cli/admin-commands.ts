@@ -309,6 +309,53 @@ export const COMMANDS: Command[] = [
     request: async (p) => ({ method: 'GET', path: `/admin/v1/jobs/${id(p)}` }),
     print: (a) => formatGeneric(a),
   },
+  {
+    name: 'quarantine list',
+    args: [],
+    synopsis: '[--customer ID] [--mode test|live]',
+    summary: 'codes held in quarantine (outcome unknown), oldest first, by their last 4 characters',
+    options: { ...MODE, customer: { type: 'string' } },
+    request: async (p) => {
+      const query = new URLSearchParams();
+      const customer = str(p, 'customer');
+      const mode = str(p, 'mode');
+      if (customer !== undefined) query.set('customer_id', customer);
+      if (mode !== undefined) query.set('mode', mode);
+      const q = query.toString();
+      return { method: 'GET', path: `/admin/v1/quarantine${q ? `?${q}` : ''}` };
+    },
+    print: (a) => {
+      const codes = (a.codes ?? []) as Json[];
+      if (codes.length === 0) return ['no quarantined codes'];
+      return codes.map(
+        (c) =>
+          `${c.job_id} #${c.position}  …${c.code_last4}  customer ${c.customer_id} ${c.mode} ${c.source}` +
+          `  since ${c.quarantined_at}  checks ${c.check_attempts}`,
+      );
+    },
+  },
+  {
+    name: 'quarantine check',
+    args: [],
+    synopsis: '',
+    summary: 'ask the upstream now about every quarantined code and settle what it can tell',
+    options: {},
+    request: async () => ({ method: 'POST', path: '/admin/v1/quarantine/check' }),
+    print: (a) => [`checked ${a.checked}: ${a.used} used, ${a.unused} unused, ${a.unknown} unknown`],
+  },
+  {
+    name: 'quarantine settle',
+    args: ['JOB_ID', 'POSITION'],
+    synopsis: '--outcome used|unused',
+    summary: 'settle one quarantined code by hand (used: deleted and billed as code_used)',
+    options: { outcome: { type: 'string' } },
+    request: async (p) => ({
+      method: 'POST',
+      path: `/admin/v1/jobs/${id(p)}/codes/${id(p, 1)}/settle`,
+      body: { outcome: required(p, 'outcome') },
+    }),
+    print: (a) => [`${a.job_id} #${a.position} settled: ${a.settlement}`],
+  },
 ];
 
 function readCodeFile(path: string): string {
