@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createFixtures } from './fixtures.ts';
+import { gatewayEnv } from './gateway.ts';
 import {
   type Child,
   freePort,
@@ -198,22 +199,6 @@ async function runBaseline(o: Options, label: string): Promise<Row> {
   } finally {
     await child.stop();
   }
-}
-
-/** The environment for a gateway child: ours, minus every gateway setting, plus the ones given. */
-function gatewayEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (
-      /^(HOST|PORT|ADMIN_HOST|ADMIN_PORT|ADMIN_TOKEN|ADMIN_URL|DATABASE_URL|DATA_DIR|CODE_ENCRYPTION_KEY|ACTIVATOR|ACTIVATOR_URL|ACTIVATOR_KEY|TRUST_PROXY|LOG_LEVEL)$/.test(
-        name,
-      ) ||
-      name.startsWith('WEBHOOK_')
-    ) {
-      delete env[name];
-    }
-  }
-  return { ...env, ...settings };
 }
 
 async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseUrl?: string): Promise<Row[]> {
