@@ -111,8 +111,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       checkQuarantined(ctx).catch((err) => logger.error({ err }, 'quarantine check failed'));
     }, SWEEP_MS);
     sweeper.unref();
-    worker = startJobWorker(ctx);
     webhookWorker = startWebhookWorker(ctx);
+    worker = startJobWorker(ctx, { onJobEnded: () => webhookWorker?.wake() });
 
     publicApp = await buildPublicApp(ctx);
     adminApp = await buildAdminApp(ctx);

@@ -9,6 +9,8 @@ export interface JobWorkerOptions {
   concurrency?: number;
   /** Pause between polls when no job is queued (default 250 ms). */
   pollMs?: number;
+  /** Called when a job has ended and its webhook event may be waiting (wakes the webhook worker). */
+  onJobEnded?: () => void;
 }
 
 export interface JobWorker {
@@ -64,6 +66,7 @@ export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): J
         const jobId = await claimJob(deps);
         if (!jobId) break;
         const run = runJob(deps, jobId)
+          .then(() => opts.onJobEnded?.())
           .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
           .finally(() => {
             running.delete(run);

@@ -60,6 +60,8 @@ export type StartResult =
   | { kind: 'started'; jobId: string };
 
 interface NewCode {
+  /** Where the code stands in the result: the request's order, kept across a resume. */
+  position: number;
   code: string;
   stockId: number | null;
   category: string | null;
@@ -160,7 +162,6 @@ export async function startRedeem(
         input.requestId,
       ],
     );
-    let position = 0;
     for (const r of reused) {
       await tx.query(
         `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state,
@@ -168,7 +169,7 @@ export async function startRedeem(
          values ($1, $2, $3, $4, $5, $6, $7, $8, 'done', $9, $10, $11, $12, true, $13)`,
         [
           jobId,
-          position++,
+          r.position,
           r.codeHash,
           r.codeEncrypted,
           r.last4,
@@ -189,7 +190,7 @@ export async function startRedeem(
          values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
         [
           jobId,
-          position++,
+          c.position,
           codeHash(codeKey, c.code),
           encryptCode(codeKey, c.code),
           codeLast4(c.code),
@@ -270,33 +271,45 @@ async function codesToAttempt(
 ): Promise<NewCode[] | null> {
   const reserve = (picks: { category: string; count: number }[]) =>
     reserveStock(tx, deps.codeKey, { ...caller, picks, reservedBy: jobId }, deps.clock);
-  const fromStock = (codes: ReservedCode[] | null) =>
-    codes?.map((c) => ({ code: c.code, stockId: c.stockId, category: c.category, uc: c.uc })) ?? null;
+  /** Stock codes placed at the given positions, in order. */
+  const placed = (codes: ReservedCode[] | null, positions: number[]) =>
+    codes?.map((c, i) => ({
+      position: positions[i]!,
+      code: c.code,
+      stockId: c.stockId,
+      category: c.category,
+      uc: c.uc,
+    })) ?? null;
 
   if (previous) {
     const pending = (await loadJobCodes(tx, previous.id)).filter((r) => r.state !== 'done');
+    const positions = pending.map((r) => r.position);
     if (req.source === 'codes') {
       return pending.map((r) => ({
+        position: r.position,
         code: decryptCode(deps.codeKey, r.codeEncrypted),
         stockId: null,
         category: null,
         uc: null,
       }));
     }
+    // Fresh stock of the same categories, for the positions never attempted.
     const picks: { category: string; count: number }[] = [];
     for (const r of pending) {
       const last = picks.at(-1);
       if (last && last.category === r.category) last.count += 1;
       else picks.push({ category: r.category!, count: 1 });
     }
-    return picks.length ? fromStock(await reserve(picks)) : [];
+    return picks.length ? placed(await reserve(picks), positions) : [];
   }
-  if (req.source === 'codes')
-    return req.codes.map((code) => ({ code, stockId: null, category: null, uc: null }));
-  if ('packs' in req) return fromStock(await reserve(req.packs));
-  return fromStock(
-    await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock),
-  );
+  if (req.source === 'codes') {
+    return req.codes.map((code, position) => ({ position, code, stockId: null, category: null, uc: null }));
+  }
+  const drawn =
+    'packs' in req
+      ? await reserve(req.packs)
+      : await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock);
+  return placed(drawn, drawn ? drawn.map((_, i) => i) : []);
 }
 
 /** Runs every pending code of a job, a few at a time. Returns how many requests this run billed. */
