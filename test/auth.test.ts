@@ -161,8 +161,8 @@ describe('403 unknown_customer, ip_denied, scope_denied', () => {
     const m = await createMerchant(t);
     const live = await issueTestKey(t, m.customerId, { mode: 'live' });
     await adminCall(t, 'POST', `/admin/v1/customers/${m.customerId}/disable`);
-    expectError(await me(bearer(m.key)), 403, 'unknown_customer', { identified: false });
-    expectError(await me(bearer(live.key)), 403, 'unknown_customer', { identified: false });
+    expectError(await me(bearer(m.key)), 403, 'unknown_customer', { identified: true });
+    expectError(await me(bearer(live.key)), 403, 'unknown_customer', { identified: true });
   });
 
   const cases: [string, string[], string, boolean][] = [
@@ -268,7 +268,7 @@ describe('the order of the answers', () => {
       headers: bearer(m.key),
       remoteAddress: '10.9.9.9',
     });
-    expectError(res, 403, 'unknown_customer', { identified: false });
+    expectError(res, 403, 'unknown_customer', { identified: true });
   });
 
   test('ip_denied beats scope_denied', async () => {

@@ -29,12 +29,15 @@ export async function authenticate(
   if (key.expiresAt && key.expiresAt.getTime() <= clock.now().getTime()) {
     throw new ApiError('expired', 'this API key has expired');
   }
-  if (key.customerDisabled) throw new ApiError('unknown_customer', 'the customer of this key is not active');
   return key;
 }
 
-/** Steps 4 and 5, after the key is identified (the quota headers are sent from here on). */
+/**
+ * Steps 3 to 5, once the key is identified (the quota headers are sent from here on, contract
+ * section 8: "403 after identification").
+ */
 export function authorize(key: KeyRecord, clientIp: string, rule: ScopeRule): void {
+  if (key.customerDisabled) throw new ApiError('unknown_customer', 'the customer of this key is not active');
   if (!ipAllowed(clientIp, key.allowedIps))
     throw new ApiError('ip_denied', 'this address is not allowed for the key');
   const needed: readonly Scope[] = rule === 'any' ? [] : typeof rule === 'string' ? [rule] : rule;
