@@ -1,5 +1,6 @@
 // Async redeems and GET /v1/jobs/{id} (contract sections 3 "Async", 4 and 5).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { claimJob, runJob } from '../src/core/job-worker.ts';
 import {
   ADMIN_TOKEN,
   bearer,
@@ -240,3 +241,67 @@ describe('GET /admin/v1/jobs/{id}', () => {
     expect(unknown.json().error_code).toBe('not_found');
   });
 });
+
+describe('a job that crashes', () => {
+  test('becomes failed with internal, every hold released, redeem.failed in the outbox', async () => {
+    const paused = await createTestApp({ jobWorker: false });
+    try {
+      const m = await createMerchant(paused, {
+        plan: { daily_limit: 1, per_request_usd: '0.5' },
+        topup: { test: 3 },
+      });
+      const hook = await paused.api.inject({
+        method: 'POST',
+        url: '/v1/webhook',
+        headers: { ...bearer(m.key), 'content-type': 'application/json' },
+        payload: { url: 'https://8.8.8.8/hook' },
+      });
+      expect(hook.statusCode).toBe(200);
+      const body = { player_id: PLAYER, codes: [uniqueCode(), uniqueCode(), uniqueCode()], async: true };
+      const res = await redeem(paused, m.key, body, 'crash-key');
+      const id = res.json().job_id as string;
+      expect((await me(paused, m.key)).quota).toMatchObject({ used_today: 3, overage_today: 2 });
+      // A row the job cannot read (its stored code does not decrypt): running it throws.
+      await paused.ctx.db.query(
+        `update job_codes set code_encrypted = 'v1:AAAA' where job_id = $1 and position = 1`,
+        [id],
+      );
+      expect(await claimJob(paused.ctx)).toBe(id);
+      await runJob(paused.ctx, id);
+
+      const job = (await getJobOn(paused, m.key, id)).json();
+      expect(job.status).toBe('failed');
+      expect(job.error).toMatchObject({
+        ok: false,
+        error_code: 'internal',
+        job_id: id,
+        request_id: res.json().request_id,
+      });
+      expect(job.result).toBeNull();
+      // The other two codes went out together with it (5 at once) and were billed: one from the
+      // include, one from the wallet; the unreadable one was released.
+      expect(job.progress).toEqual({ total: 3, done: 2 });
+      expect((await me(paused, m.key)).quota).toMatchObject({ used_today: 2, overage_today: 1 });
+      expect(await walletInvariants(paused, m.customerId, 'test')).toEqual({
+        balance: 2_500_000,
+        held: 0,
+        ledger: 2_500_000,
+        open: 0,
+      });
+      const events = await paused.ctx.db.query<{ event: string }>(
+        'select event from webhook_events where job_id = $1',
+        [id],
+      );
+      expect(events.rows).toEqual([{ event: 'redeem.failed' }]);
+      // The key still replays the 202 for a failed job.
+      const replay = await redeem(paused, m.key, body, 'crash-key');
+      expect(replay.statusCode).toBe(202);
+      expect(replay.headers['svc-idempotent-replay']).toBe('true');
+    } finally {
+      await paused.close();
+    }
+  });
+});
+
+const getJobOn = (app: TestApp, key: string, id: string) =>
+  app.api.inject({ method: 'GET', url: `/v1/jobs/${id}`, headers: bearer(key) });

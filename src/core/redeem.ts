@@ -323,13 +323,21 @@ export async function executeJob(deps: RedeemDeps, jobId: string): Promise<numbe
     void extendLease(deps, jobId).catch((err) => deps.logger.warn({ err, jobId }, 'lease heartbeat failed'));
   }, LEASE_MS / 3);
   try {
+    // After a failure no new code is started, and the codes already out are let finish, so
+    // whoever settles the job afterwards sees every attempt recorded.
+    let failure: { error: unknown } | null = null;
     const worker = async () => {
-      while (next < pending.length) {
+      while (next < pending.length && !failure) {
         const row = pending[next++]!;
-        if (await attemptCode(deps, job, row)) billed += 1;
+        try {
+          if (await attemptCode(deps, job, row)) billed += 1;
+        } catch (error) {
+          failure ??= { error };
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.min(CODE_CONCURRENCY, pending.length) }, worker));
+    if (failure) throw (failure as { error: unknown }).error;
   } finally {
     clearInterval(heartbeat);
   }
