@@ -2,9 +2,8 @@
 
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
-import { openDatabase } from './db/database.ts';
-import { migrate } from './db/migrate.ts';
-import { startServer } from './server.ts';
+// The database and server modules load only for the commands that need them, so `admin …`
+// commands (a thin HTTP client) start quickly.
 
 const HELP = `redeem-gateway <command> [options]
 
@@ -35,6 +34,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve': {
       const config = loadConfig();
+      const { startServer } = await import('./server.ts');
       const running = await startServer(config, { announce: true });
       const stop = async (signal: string) => {
         running.ctx.logger.info({ signal }, 'stopping');
@@ -47,6 +47,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'migrate': {
       const config = loadConfig();
+      const { openDatabase } = await import('./db/database.ts');
+      const { migrate } = await import('./db/migrate.ts');
       const db = await openDatabase({
         databaseUrl: config.DATABASE_URL,
         dataDir: join(resolve(config.DATA_DIR), 'pglite'),

@@ -47,7 +47,7 @@ function handleError(error: FastifyError | ApiError | Error, request: FastifyReq
     return sendError(reply, 'bad_request', 'malformed request');
   }
   request.log.error({ err: error }, 'unhandled error');
-  return sendError(reply, 'internal', 'internal error; retry with the same Idempotency-Key');
+  return sendError(reply, 'internal', 'internal error');
 }
 
 /**
