@@ -2,7 +2,8 @@
 // processes never run one job twice), runs them under a lease, and never crashes the process.
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { settleStoppedJob } from './recovery.ts';
-import { executeJob, finishAsyncJob, type RedeemDeps } from './redeem.ts';
+import type { RedeemDeps } from './redeem.ts';
+import { executeJob, finishAsyncJob } from './redeem-run.ts';
 
 export interface JobWorkerOptions {
   /** Jobs run at once by this process (default 4); each runs up to 5 codes at once. */

@@ -10,7 +10,8 @@ import type { Queryable } from '../db/database.ts';
 import { releaseOne } from './billing.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
-import { type RedeemDeps, recordOutcome } from './redeem.ts';
+import type { RedeemDeps } from './redeem.ts';
+import { recordOutcome } from './redeem-run.ts';
 import { setStockState } from './stock.ts';
 import { enqueueJobEvent } from './webhook-events.ts';
 

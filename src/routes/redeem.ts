@@ -1,10 +1,11 @@
 // POST /v1/redeem (contract section 3): validation in the contract's order, then the phases of
-// core/redeem.ts. Sync redeems answer with the result; the key then replays it.
+// core/redeem.ts and core/redeem-run.ts. Sync redeems answer with the result; the key then replays it.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { buildResult, loadJob, loadJobCodes } from '../core/jobs.ts';
 import { settleStoppedJob } from '../core/recovery.ts';
-import { executeJob, finishSyncJob, startRedeem } from '../core/redeem.ts';
+import { startRedeem } from '../core/redeem.ts';
 import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem-request.ts';
+import { executeJob, finishSyncJob } from '../core/redeem-run.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
 
