@@ -2,6 +2,7 @@
 
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
+
 // The database and server modules load only for the commands that need them, so `admin …`
 // commands (a thin HTTP client) start quickly.
 
