@@ -136,6 +136,9 @@ export async function releaseOne(tx: Queryable, jobId: string): Promise<void> {
   const job = await lockJobHold(tx, jobId);
   const fromWallet = job.openWallet > 0;
   if (!fromWallet && job.openIncluded <= 0) throw new Error(`job ${jobId} has no open hold to release`);
+  // The account row before daily_usage, as every billing path takes them (phase 1 holds the
+  // account while it adds to daily_usage): the other order deadlocks on PostgreSQL.
+  await lockAccount(tx, job.customerId, job.mode);
   await tx.query(
     fromWallet
       ? 'update jobs set released_wallet = released_wallet + 1 where id = $1'
