@@ -23,6 +23,8 @@ Environment (defaults in brackets):
   CODE_ENCRYPTION_KEY           32 bytes, base64 [generated into DATA_DIR; required with PostgreSQL]
   ACTIVATOR                     sandbox | http, for live keys [sandbox]
   ACTIVATOR_URL, ACTIVATOR_KEY  the upstream, for ACTIVATOR=http
+  ACTIVATOR_TIMEOUT_MS          deadline of one upstream call [10000]
+  ACTIVATOR_CONCURRENCY         upstream calls in flight at once [16]
   TRUST_PROXY                   proxy addresses/CIDRs whose X-Forwarded-For is believed [unset]
   WEBHOOK_RETRY_DELAYS          seconds between webhook attempts [10,60,300]
   WEBHOOK_ALLOW_PRIVATE_TARGETS allow private webhook targets, development only [false]

@@ -40,6 +40,15 @@ function millis(v: string | undefined, fallback: number, name: string, ctx: z.Re
   return Number(v);
 }
 
+function positiveInt(v: string | undefined, fallback: number, name: string, ctx: z.RefinementCtx): number {
+  if (v === undefined) return fallback;
+  if (!/^[1-9]\d{0,6}$/.test(v)) {
+    ctx.addIssue({ code: 'custom', message: `${name} must be a positive whole number` });
+    return z.NEVER;
+  }
+  return Number(v);
+}
+
 const optionalString = z
   .string()
   .optional()
@@ -97,6 +106,13 @@ const schema = z
       return parts.map(Number);
     }),
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool('WEBHOOK_ALLOW_PRIVATE_TARGETS'),
+    // Not in the contract's table: the http activator's per-call deadline and calls at once.
+    ACTIVATOR_TIMEOUT_MS: optionalString.transform((v, ctx) =>
+      positiveInt(v, 10_000, 'ACTIVATOR_TIMEOUT_MS', ctx),
+    ),
+    ACTIVATOR_CONCURRENCY: optionalString.transform((v, ctx) =>
+      positiveInt(v, 16, 'ACTIVATOR_CONCURRENCY', ctx),
+    ),
     // Not in the contract's table: sandbox latencies for demos, benchmarks and crash tests.
     SANDBOX_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'SANDBOX_DELAY_MS', ctx)),
     SANDBOX_SLOW_MS: optionalString.transform((v, ctx) => millis(v, 2000, 'SANDBOX_SLOW_MS', ctx)),

@@ -88,7 +88,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Live keys only: test keys always use the sandbox (contract section 9).
     const http =
       config.ACTIVATOR === 'http'
-        ? createHttpActivator({ url: config.ACTIVATOR_URL!, key: config.ACTIVATOR_KEY, logger })
+        ? createHttpActivator({
+            url: config.ACTIVATOR_URL!,
+            key: config.ACTIVATOR_KEY,
+            timeoutMs: config.ACTIVATOR_TIMEOUT_MS,
+            concurrency: config.ACTIVATOR_CONCURRENCY,
+            logger,
+          })
         : undefined;
     const ctx: AppContext = {
       db,

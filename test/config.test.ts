@@ -40,6 +40,8 @@ describe('loadConfig', () => {
       WEBHOOK_RETRY_DELAYS: [10, 60, 300],
       WEBHOOK_ALLOW_PRIVATE_TARGETS: false,
       LOG_LEVEL: 'info',
+      ACTIVATOR_TIMEOUT_MS: 10_000,
+      ACTIVATOR_CONCURRENCY: 16,
     });
     for (const unset of [
       'ADMIN_TOKEN',
@@ -86,6 +88,14 @@ describe('loadConfig', () => {
       expectRejected({ PORT: value }, 'PORT');
       const admin = expectRejected({ ADMIN_PORT: value }, 'ADMIN_PORT');
       expect(admin).toMatch(/ADMIN_PORT/);
+    },
+  );
+
+  test.each(['0', '-1', 'abc', '1.5', '99999999'])(
+    'ACTIVATOR_TIMEOUT_MS / ACTIVATOR_CONCURRENCY=%s is rejected',
+    (value) => {
+      expectRejected({ ACTIVATOR_TIMEOUT_MS: value }, 'ACTIVATOR_TIMEOUT_MS');
+      expectRejected({ ACTIVATOR_CONCURRENCY: value }, 'ACTIVATOR_CONCURRENCY');
     },
   );
 
