@@ -1,27 +1,18 @@
 // Two server processes on one PostgreSQL database enforce one burst limit per key
 // (contract section 6: the limit is per key, not per process).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { onPostgres } from './helpers/db.ts';
-import { createProcessMerchant, type ServerProcess, startServerProcess } from './helpers/process.ts';
+import { createProcessMerchant, type ServerProcess, serverProcesses } from './helpers/process.ts';
 
-const dirs: string[] = [];
-const servers: ServerProcess[] = [];
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.kill()));
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const processes = serverProcesses();
 
 test.skipIf(!onPostgres)(
   '40 redeems split over two processes: exactly 30 pass',
   { timeout: 120_000 },
   async () => {
+    const servers: ServerProcess[] = [];
     for (let i = 0; i < 2; i++) {
-      const dir = mkdtempSync(join(tmpdir(), 'rg-burst-'));
-      dirs.push(dir);
-      servers.push(await startServerProcess({ dataDir: dir }));
+      servers.push(await processes.start(processes.dataDir()));
     }
     const m = await createProcessMerchant(servers[0]!);
     const tag = Date.now().toString(36).toUpperCase();

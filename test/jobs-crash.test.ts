@@ -2,31 +2,18 @@
 // database: the job is interrupted, stock and quota are restored exactly, and its key answers
 // 503 job_interrupted (contract sections 4 and 5). On PostgreSQL the restarted process finds the
 // job only once the dead worker's 30 s lease has run out (the sweep), as two processes would.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
-import {
-  adminHttp,
-  createProcessMerchant,
-  type ServerProcess,
-  startServerProcess,
-} from './helpers/process.ts';
+import { expect, test } from 'vitest';
+import { adminHttp, createProcessMerchant, type ServerProcess, serverProcesses } from './helpers/process.ts';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'rg-jobcrash-'));
-const servers: ServerProcess[] = [];
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.kill()));
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const processes = serverProcesses();
+const dataDir = processes.dataDir();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('SIGKILL mid-job: interrupted, unattempted stock and holds restored, key answers 503', {
   timeout: 150_000,
 }, async () => {
-  const first = await startServerProcess({ dataDir });
-  servers.push(first);
+  const first = await processes.start(dataDir);
   const m = await createProcessMerchant(first, { daily_limit: 2, per_request_usd: '0.5' });
   const tag = Date.now().toString(36).toUpperCase();
   // 8 slow codes: 5 go out at once (2 s each), 3 wait their turn.
@@ -65,8 +52,7 @@ test('SIGKILL mid-job: interrupted, unattempted stock and holds restored, key an
   await sleep(800); // five codes are out with the sandbox now
   await first.kill('SIGKILL');
 
-  const second = await startServerProcess({ dataDir });
-  servers.push(second);
+  const second = await processes.start(dataDir);
   let job: {
     status: string;
     progress: { total: number; done: number };

@@ -1,27 +1,18 @@
 // Two server processes on one PostgreSQL database: their job workers never run the same job
 // (FOR UPDATE SKIP LOCKED claims), and every job runs exactly once.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { onPostgres } from './helpers/db.ts';
-import { createProcessMerchant, type ServerProcess, startServerProcess } from './helpers/process.ts';
+import { createProcessMerchant, type ServerProcess, serverProcesses } from './helpers/process.ts';
 
-const dirs: string[] = [];
-const servers: ServerProcess[] = [];
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.kill()));
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const processes = serverProcesses();
 
 test.skipIf(!onPostgres)(
   '24 async jobs over two workers: each runs once, every code activates once',
   { timeout: 120_000 },
   async () => {
+    const servers: ServerProcess[] = [];
     for (let i = 0; i < 2; i++) {
-      const dir = mkdtempSync(join(tmpdir(), 'rg-workers-'));
-      dirs.push(dir);
-      servers.push(await startServerProcess({ dataDir: dir, env: { SANDBOX_DELAY_MS: '30' } }));
+      servers.push(await processes.start(processes.dataDir(), { SANDBOX_DELAY_MS: '30' }));
     }
     const tag = Date.now().toString(36).toUpperCase();
     // Several merchants, so the burst limit (30 per key per 10 s) is not what is measured.

@@ -2,32 +2,19 @@
 // same Idempotency-Key resumes without re-sending any code and bills no code twice. The code
 // that was out is failed, quarantined and refunded (contract section 4) until a status check
 // settles it; the codes answered before the kill keep their outcomes and their single charge.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { onPostgres } from './helpers/db.ts';
-import {
-  adminHttp,
-  createProcessMerchant,
-  type ServerProcess,
-  startServerProcess,
-} from './helpers/process.ts';
+import { adminHttp, createProcessMerchant, type ServerProcess, serverProcesses } from './helpers/process.ts';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'rg-crash-'));
-const servers: ServerProcess[] = [];
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.kill()));
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const processes = serverProcesses();
+const dataDir = processes.dataDir();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('SIGKILL between sending a code and recording it: the retry does not resend it and bills nothing twice', {
   timeout: 120_000,
 }, async () => {
-  const first = await startServerProcess({ dataDir, env: { SANDBOX_SLOW_MS: '15000' } });
-  servers.push(first);
+  const first = await processes.start(dataDir, { SANDBOX_SLOW_MS: '15000' });
   // Every request from the wallet at $0.01: each recorded outcome shows as a charge.
   const m = await createProcessMerchant(first, { daily_limit: null, per_request_usd: '0.01' });
   const tag = Date.now().toString(36).toUpperCase();
@@ -59,8 +46,7 @@ test('SIGKILL between sending a code and recording it: the retry does not resend
   await first.kill('SIGKILL');
   expect(await pending).toBeInstanceOf(Error); // the connection died with the process
 
-  const second = await startServerProcess({ dataDir });
-  servers.push(second);
+  const second = await processes.start(dataDir);
   // On PGlite the restart settles the job at once; on PostgreSQL after the 30 s lease and a sweep.
   let res = await send(second);
   const deadline = Date.now() + 60_000;

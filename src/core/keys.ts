@@ -78,18 +78,11 @@ export async function findKeyByToken(q: Queryable, token: string): Promise<KeyRe
   return r.rows[0] ?? null;
 }
 
-export async function listKeys(q: Queryable, customerId: number) {
-  const r = await q.query<{
-    id: string;
-    mode: Mode;
-    keyPrefix: string;
-    scopes: Scope[];
-    allowedIps: string[];
-    expiresAt: Date | null;
-    revokedAt: Date | null;
-    label: string;
-    createdAt: Date;
-  }>(
+/** A key as the operator sees it: its record without the customer fields, plus when it was made. */
+export type ListedKey = Omit<KeyRecord, 'customerId' | 'customerDisabled'> & { createdAt: Date };
+
+export async function listKeys(q: Queryable, customerId: number): Promise<ListedKey[]> {
+  const r = await q.query<ListedKey>(
     `select id, mode, key_prefix as "keyPrefix", scopes, allowed_ips as "allowedIps", expires_at as "expiresAt",
             revoked_at as "revokedAt", label, created_at as "createdAt"
        from api_keys where customer_id = $1 order by created_at, id`,

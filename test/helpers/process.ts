@@ -1,10 +1,11 @@
 // Real server processes for crash and multi-process tests: `node bin/redeem-gateway.js serve`
 // on free ports, on the PGlite directory given or on DATABASE_URL, killed with real signals.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const TEST_ADMIN_TOKEN = 'process-test-admin-token-0123456789';
@@ -28,6 +29,31 @@ export interface ServerProcess {
   output: () => string;
   /** SIGKILL, and wait for the process to be gone. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * The server processes of one test file: each `dataDir()` is a new temporary directory, and
+ * after the file every process started here is killed and every directory removed.
+ */
+export function serverProcesses() {
+  const servers: ServerProcess[] = [];
+  const dirs: string[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.kill()));
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+  return {
+    dataDir(): string {
+      const dir = mkdtempSync(join(tmpdir(), 'rg-proc-'));
+      dirs.push(dir);
+      return dir;
+    },
+    async start(dataDir: string, env?: Record<string, string>): Promise<ServerProcess> {
+      const server = await startServerProcess({ dataDir, ...(env ? { env } : {}) });
+      servers.push(server);
+      return server;
+    },
+  };
 }
 
 /** Starts a server and waits until both listeners answer. */
