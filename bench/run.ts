@@ -12,6 +12,8 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createFixtures } from './fixtures.ts';
 import { gatewayEnv } from './gateway.ts';
+import { backendCpuBetween, pgSnapshot } from './pg-stats.ts';
+import { pgbenchTps } from './pgbench.ts';
 import {
   type Child,
   freePort,
@@ -33,6 +35,7 @@ Options (defaults in brackets):
   --postgres=URL          also run on this PostgreSQL database [DATABASE_URL if set]
                           use a throwaway database: the run creates customers and keys in it
   --skip-pglite           do not run on the embedded database
+  --skip-pgbench          do not run pgbench TPC-B (it makes and drops its own database)
   --customers=N           bench customers per database [200]
   --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
@@ -42,7 +45,7 @@ Options (defaults in brackets):
 `;
 
 const GATEWAY_SCENARIOS = ['health', 'me', 'redeem'] as const;
-type Scenario = 'hello-world' | (typeof GATEWAY_SCENARIOS)[number];
+type Scenario = 'hello-world' | 'one-query' | (typeof GATEWAY_SCENARIOS)[number];
 
 interface Options {
   duration: number;
@@ -51,6 +54,7 @@ interface Options {
   scenarios: Scenario[];
   postgres: string | undefined;
   pglite: boolean;
+  pgbench: boolean;
   customers: number;
   keysPerCustomer: number;
   cpuProfDir: string | undefined;
@@ -70,6 +74,9 @@ interface Row {
   cpuMsPerRequest: number;
   machineCpu: number;
   reasons: string;
+  /** PostgreSQL's backends of the database: % of one core, and transactions committed per request. */
+  pgCpu?: number;
+  commitsPerRequest?: number;
 }
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -84,6 +91,7 @@ function parseOptions(argv: string[]): Options | null {
       scenarios: { type: 'string', default: GATEWAY_SCENARIOS.join(',') },
       postgres: { type: 'string' },
       'skip-pglite': { type: 'boolean', default: false },
+      'skip-pgbench': { type: 'boolean', default: false },
       customers: { type: 'string', default: '200' },
       'keys-per-customer': { type: 'string', default: '2' },
       'cpu-prof': { type: 'string' },
@@ -114,6 +122,7 @@ function parseOptions(argv: string[]): Options | null {
     scenarios: scenarios as Scenario[],
     postgres,
     pglite: !values['skip-pglite'],
+    pgbench: !values['skip-pgbench'],
     customers: int('customers', values.customers, 1),
     keysPerCustomer: int('keys-per-customer', values['keys-per-customer'], 1),
     cpuProfDir: values['cpu-prof'] ? resolve(values['cpu-prof']) : undefined,
@@ -127,6 +136,7 @@ async function measure(
   database: string,
   server: Child,
   target: autocannon.Options,
+  pgUrl?: string,
 ): Promise<Row> {
   // Why requests were not 2xx: "status error_code" (or the code's status for a 422 redeem result).
   const reasons = new Map<string, number>();
@@ -148,6 +158,7 @@ async function measure(
   const requests = target.requests?.map((r) => ({ ...r, onResponse }));
   const base = { connections: o.connections, ...target, ...(requests ? { requests } : {}) };
   if (o.warmup > 0) await autocannon({ ...base, duration: o.warmup });
+  const pg0 = pgUrl ? await pgSnapshot(pgUrl) : undefined;
   const cpu0 = processCpuSeconds(server.pid);
   const machine0 = machineCpu();
   const t0 = process.hrtime.bigint();
@@ -156,6 +167,7 @@ async function measure(
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu1 = processCpuSeconds(server.pid);
   const machine1 = machineCpu();
+  const pg1 = pgUrl && pg0 ? await pgSnapshot(pgUrl, pg0.pids) : undefined;
   const statuses = Object.entries(r.statusCodeStats)
     .filter(([status]) => !status.startsWith('2'))
     .map(([status, s]) => `${status}×${s.count}`)
@@ -174,6 +186,13 @@ async function measure(
     cpuMsPerRequest: (1000 * (cpu1 - cpu0)) / Math.max(1, r.requests.total ?? 0),
     machineCpu: (100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total),
     reasons: [...reasons].map(([why, n]) => `${why} ×${n}`).join('; '),
+    ...(pg0 && pg1
+      ? {
+          pgCpu: (100 * backendCpuBetween(pg0, pg1)) / seconds,
+          // Less the two snapshots' own (approximate: statistics reach pg_stat_database within a second).
+          commitsPerRequest: (pg1.commits - pg0.commits) / Math.max(1, r.requests.total ?? 0),
+        }
+      : {}),
   };
   process.stderr.write(
     `  ${scenario} on ${database}: ${row.reqPerSec.toFixed(0)} req/s, p99 ${row.p99} ms` +
@@ -196,6 +215,19 @@ async function runBaseline(o: Options, label: string): Promise<Row> {
     const [, port] = await waitForLine(child, /listening (\d+)/);
     const row = await measure(o, 'hello-world', label, child, { url: `http://${HOST}:${port}/` });
     return row;
+  } finally {
+    await child.stop();
+  }
+}
+
+/** Fastify + one query per request (bench/query-server.ts): on PGlite, or prepared on PostgreSQL. */
+async function runOneQuery(o: Options, databaseUrl?: string): Promise<Row> {
+  const env = { ...process.env, ...(databaseUrl ? { QUERY_DATABASE_URL: databaseUrl } : {}) };
+  const child = startChild(['--import', 'tsx', join(repoRoot, 'bench/query-server.ts')], env, repoRoot);
+  try {
+    const [, port] = await waitForLine(child, /listening (\d+)/);
+    const database = databaseUrl ? 'postgres (prepared)' : 'pglite';
+    return await measure(o, 'one-query', database, child, { url: `http://${HOST}:${port}/` }, databaseUrl);
   } finally {
     await child.stop();
   }
@@ -251,43 +283,59 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
     const rows: Row[] = [];
     for (const scenario of o.scenarios) {
       if (scenario === 'health') {
-        rows.push(await measure(o, scenario, database, server, { url: `${publicUrl}/v1/health` }));
+        rows.push(
+          await measure(o, scenario, database, server, { url: `${publicUrl}/v1/health` }, databaseUrl),
+        );
       } else if (scenario === 'me') {
         rows.push(
-          await measure(o, scenario, database, server, {
-            url: publicUrl,
-            requests: [
-              {
-                method: 'GET',
-                path: '/v1/me',
-                setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
-              },
-            ],
-          }),
+          await measure(
+            o,
+            scenario,
+            database,
+            server,
+            {
+              url: publicUrl,
+              requests: [
+                {
+                  method: 'GET',
+                  path: '/v1/me',
+                  setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
+                },
+              ],
+            },
+            databaseUrl,
+          ),
         );
       } else if (scenario === 'redeem') {
         rows.push(
-          await measure(o, scenario, database, server, {
-            url: publicUrl,
-            requests: [
-              {
-                method: 'POST',
-                path: '/v1/redeem',
-                setupRequest: (req) => {
-                  const n = sequence++;
-                  return {
-                    ...req,
-                    headers: {
-                      authorization: `Bearer ${nextKey()}`,
-                      'idempotency-key': `bench-${runTag}-${n}`,
-                      'content-type': 'application/json',
-                    },
-                    body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
-                  };
+          await measure(
+            o,
+            scenario,
+            database,
+            server,
+            {
+              url: publicUrl,
+              requests: [
+                {
+                  method: 'POST',
+                  path: '/v1/redeem',
+                  setupRequest: (req) => {
+                    const n = sequence++;
+                    return {
+                      ...req,
+                      headers: {
+                        authorization: `Bearer ${nextKey()}`,
+                        'idempotency-key': `bench-${runTag}-${n}`,
+                        'content-type': 'application/json',
+                      },
+                      body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
+                    };
+                  },
                 },
-              },
-            ],
-          }),
+              ],
+            },
+            databaseUrl,
+          ),
         );
       }
     }
@@ -302,7 +350,7 @@ function printTable(
   o: Options,
   rows: Row[],
   baselines: Row[],
-  meta: { loadStart: number[]; loadEnd: number[] },
+  meta: { loadStart: number[]; loadEnd: number[]; pgbench: number | undefined },
 ) {
   const baseline = baselines.reduce((a, r) => a + r.reqPerSec, 0) / baselines.length;
   const header = [
@@ -317,6 +365,8 @@ function printTable(
     'server CPU',
     'CPU ms/req',
     'machine CPU',
+    'PG CPU',
+    'commits/req',
   ];
   const lines = [...baselines, ...rows].map((r) => [
     r.scenario,
@@ -330,6 +380,8 @@ function printTable(
     Number.isNaN(r.serverCpu) ? '?' : `${r.serverCpu.toFixed(0)}%`,
     Number.isNaN(r.cpuMsPerRequest) ? '?' : r.cpuMsPerRequest.toFixed(3),
     Number.isNaN(r.machineCpu) ? '?' : `${r.machineCpu.toFixed(0)}%`,
+    r.pgCpu === undefined || Number.isNaN(r.pgCpu) ? '' : `${r.pgCpu.toFixed(0)}%`,
+    r.commitsPerRequest === undefined ? '' : r.commitsPerRequest.toFixed(2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const format = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
@@ -342,11 +394,14 @@ function printTable(
     `${o.connections} connections, ${o.duration} s measured after ${o.warmup} s warm-up per scenario; ` +
       `baseline = mean of the hello-world runs (${baseline.toFixed(0)} req/s)`,
     'server CPU: the server process, % of one core; CPU ms/req: its CPU time per completed request ' +
-      "(PostgreSQL's own processes not included); machine CPU: all processes, % of all cores",
+      "(PostgreSQL's own processes not included); machine CPU: all processes, % of all cores; " +
+      "PG CPU: the database's backends, % of one core; commits/req: pg_stat_database's xact_commit per request",
     '',
     format(header),
     format(widths.map((w) => '-'.repeat(w))),
     ...lines.map(format),
+    '',
+    ...goalLines(rows, meta.pgbench),
     '',
     ...[...baselines, ...rows]
       .filter((r) => r.reasons)
@@ -354,6 +409,32 @@ function printTable(
     '',
   ];
   process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/** The ratios of issue 10's goals, each against its floor measured in this same run. */
+function goalLines(rows: Row[], pgbench: number | undefined): string[] {
+  const find = (scenario: string, database: string) =>
+    rows.find((r) => r.scenario === scenario && r.database === database)?.reqPerSec;
+  const ratio = (label: string, value: number | undefined, floor: number | undefined, goal: number) =>
+    value === undefined || floor === undefined
+      ? `${label}: not measured`
+      : `${label}: ${(value / floor).toFixed(2)} (goal >= ${goal}; ${value.toFixed(0)} / ${floor.toFixed(0)})`;
+  return [
+    'Goals (issue 10):',
+    ratio(
+      '  GET /v1/me on PostgreSQL / Fastify + one prepared pg query',
+      find('me', 'postgres'),
+      find('one-query', 'postgres (prepared)'),
+      0.6,
+    ),
+    ratio('  sync redeem on PostgreSQL / pgbench TPC-B tps', find('redeem', 'postgres'), pgbench, 0.5),
+    ratio(
+      '  sync redeem on PGlite / Fastify + one PGlite query',
+      find('redeem', 'pglite'),
+      find('one-query', 'pglite'),
+      0.3,
+    ),
+  ];
 }
 
 async function main() {
@@ -365,12 +446,20 @@ async function main() {
   const loadStart = loadavg();
   const baselines = [await runBaseline(o, 'none (first)')];
   const rows: Row[] = [];
-  if (o.pglite) rows.push(...(await runGateway(o, 'pglite')));
-  if (o.postgres) rows.push(...(await runGateway(o, 'postgres', o.postgres)));
-  else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
+  if (o.pglite) rows.push(await runOneQuery(o), ...(await runGateway(o, 'pglite')));
+  let pgbench: number | undefined;
+  if (o.postgres) {
+    rows.push(await runOneQuery(o, o.postgres), ...(await runGateway(o, 'postgres', o.postgres)));
+    if (o.pgbench) {
+      pgbench = await pgbenchTps(o.postgres, o.connections, o.duration);
+      process.stderr.write(
+        `  pgbench TPC-B, scale ${o.connections}, ${o.connections} clients: ${pgbench.toFixed(0)} tps\n`,
+      );
+    }
+  } else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
   // A second baseline at the end: how far the two differ shows how noisy the machine was.
   baselines.push(await runBaseline(o, 'none (last)'));
-  printTable(o, rows, baselines, { loadStart, loadEnd: loadavg() });
+  printTable(o, rows, baselines, { loadStart, loadEnd: loadavg(), pgbench });
 }
 
 main().catch((err: unknown) => {

@@ -29,6 +29,19 @@ Environment (defaults in brackets):
   WEBHOOK_RETRY_DELAYS          seconds between webhook attempts [10,60,300]
   WEBHOOK_ALLOW_PRIVATE_TARGETS allow private webhook targets, development only [false]
   LOG_LEVEL                     fatal … trace, silent [info]
+  REQUEST_TIMEOUT_MS            a request not received by then is 408 [30000]
+  ACTIVATOR_ALLOW_INSECURE      allow ACTIVATOR_URL http:// off loopback [false]
+  ADMIN_ALLOW_REMOTE            allow an ADMIN_HOST that is not loopback [false]
+  WEBHOOK_DNS_SERVERS           DNS servers for webhook hosts [the system's]
+  WEBHOOK_DNS_TIMEOUT_MS        deadline of one webhook host lookup [5000]
+  WEBHOOK_DNS_CONCURRENCY       webhook host lookups at once [8]
+  DATABASE_POOL_MAX             PostgreSQL connections [10]
+  DATABASE_TIMEOUT_MS           wait for a connection; 503 when the database is away [5000]
+  DATABASE_STATEMENT_TIMEOUT_MS statement_timeout, 0 for none [5000]
+  DATABASE_IDLE_TX_TIMEOUT_MS   idle_in_transaction_session_timeout, 0 for none [10000]
+  SHUTDOWN_GRACE_MS             on SIGTERM/SIGINT, time to finish requests and jobs [25000]
+  JOB_CONCURRENCY               async jobs run at once per process [4]
+  CODE_CONCURRENCY              codes of one job sent at once [5]
   ADMIN_URL                     admin API address for "admin" commands [http://ADMIN_HOST:ADMIN_PORT]
 `;
 
@@ -39,25 +52,41 @@ async function main(argv: string[]): Promise<void> {
       const config = loadConfig();
       const { startServer } = await import('./server.ts');
       const running = await startServer(config, { announce: true });
-      const stop = async (signal: string) => {
-        running.ctx.logger.info({ signal }, 'stopping');
-        await running.stop();
-        process.exit(0);
+      // Graceful stop (contract 12.4): drain, let jobs finish within SHUTDOWN_GRACE_MS, exit 0.
+      // A second signal while draining stops at once (what was running is left to recovery).
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) {
+          running.ctx.logger.warn({ signal }, 'second signal: stopping now');
+          process.exit(1);
+        }
+        stopping = true;
+        running.ctx.logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping gracefully');
+        running.stop().then(
+          () => {
+            running.ctx.logger.info('stopped');
+            process.exit(0);
+          },
+          (err: unknown) => {
+            running.ctx.logger.error({ err }, 'graceful stop failed');
+            process.exit(1);
+          },
+        );
       };
-      process.once('SIGINT', () => void stop('SIGINT'));
-      process.once('SIGTERM', () => void stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
       return;
     }
     case 'migrate': {
       const config = loadConfig();
-      const { openDatabase } = await import('./db/database.ts');
+      const { openDatabase, withoutDeadlines } = await import('./db/database.ts');
       const { migrate } = await import('./db/migrate.ts');
       const db = await openDatabase({
         databaseUrl: config.DATABASE_URL,
         dataDir: join(resolve(config.DATA_DIR), 'pglite'),
       });
       try {
-        const applied = await migrate(db);
+        const applied = await migrate(withoutDeadlines(db));
         process.stdout.write(
           applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n',
         );
@@ -95,7 +124,9 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   const message =
     err instanceof ConfigError || err instanceof CliError
       ? err.message
-      : `error: ${(err as Error)?.message ?? String(err)}`;
+      : (err as Error)?.name === 'DatabaseUnreachableError'
+        ? `error: ${(err as Error).message}`
+        : `error: ${(err as Error)?.message ?? String(err)}`;
   process.stderr.write(`${message}\n`);
   process.exitCode = 1;
 });

@@ -49,6 +49,39 @@ function positiveInt(v: string | undefined, fallback: number, name: string, ctx:
   return Number(v);
 }
 
+/** A loopback IP literal (127.0.0.0/8, ::1, IPv4-mapped forms) or the name `localhost`. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  if (bare.toLowerCase() === 'localhost') return true;
+  if (!isStrictAddress(bare)) return false;
+  return ipaddr.process(bare).range() === 'loopback';
+}
+
+/**
+ * WEBHOOK_DNS_SERVERS entries: `1.2.3.4`, `1.2.3.4:53`, `::1`, `[::1]:5353`, as node:dns
+ * `Resolver.setServers` takes them.
+ */
+function dnsServers(v: string | undefined, ctx: z.RefinementCtx): string[] {
+  if (v === undefined) return [];
+  const entries = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const m = /^\[([0-9A-Fa-f:.]{2,45})\]:(\d{1,5})$/.exec(entry) ?? /^([0-9.]{7,15}):(\d{1,5})$/.exec(entry);
+    const address = m ? m[1]! : entry;
+    const portOk = !m || (Number(m[2]) >= 1 && Number(m[2]) <= 65535);
+    if (!isStrictAddress(address) || !portOk) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `WEBHOOK_DNS_SERVERS entry "${entry}" is not an address or address:port`,
+      });
+      return z.NEVER;
+    }
+  }
+  return entries;
+}
+
 const optionalString = z
   .string()
   .optional()
@@ -91,6 +124,18 @@ const schema = z
           ctx.addIssue({ code: 'custom', message: `TRUST_PROXY entry "${entry}" is not an address or CIDR` });
           return z.NEVER;
         }
+        // A /0 trusts every address on earth as a proxy: any client could then pick its own
+        // address with X-Forwarded-For and pass every IP allowlist (contract 12.7).
+        if (
+          ipaddr.parseCIDR(entry.includes('/') ? entry : `${entry}/${entry.includes(':') ? 128 : 32}`)[1] ===
+          0
+        ) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `TRUST_PROXY entry "${entry}" is /0: it would trust every address as a proxy`,
+          });
+          return z.NEVER;
+        }
       }
       return entries;
     }),
@@ -116,6 +161,48 @@ const schema = z
     // Not in the contract's table: sandbox latencies for demos, benchmarks and crash tests.
     SANDBOX_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'SANDBOX_DELAY_MS', ctx)),
     SANDBOX_SLOW_MS: optionalString.transform((v, ctx) => millis(v, 2000, 'SANDBOX_SLOW_MS', ctx)),
+    // Retention (contract 12.2, core/retention.ts): days a finished job keeps its code
+    // ciphertexts and webhook events are kept; at least 1 (idempotency keys last a day).
+    RETENTION_DAYS: optionalString.transform((v, ctx) => {
+      if (v === undefined) return 30;
+      if (!/^[1-9]\d{0,5}$/.test(v)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'RETENTION_DAYS must be a whole number of days, at least 1',
+        });
+        return z.NEVER;
+      }
+      return Number(v);
+    }),
+    // Hostile input and safe defaults (contract 12.6, 12.7; issues 8 and 9): the request
+    // timeout, webhook name resolution, and the switches that allow what is refused by default.
+    REQUEST_TIMEOUT_MS: optionalString.transform((v, ctx) =>
+      positiveInt(v, 30_000, 'REQUEST_TIMEOUT_MS', ctx),
+    ),
+    WEBHOOK_DNS_SERVERS: optionalString.transform((v, ctx) => dnsServers(v, ctx)),
+    WEBHOOK_DNS_TIMEOUT_MS: optionalString.transform((v, ctx) =>
+      positiveInt(v, 5_000, 'WEBHOOK_DNS_TIMEOUT_MS', ctx),
+    ),
+    WEBHOOK_DNS_CONCURRENCY: optionalString.transform((v, ctx) =>
+      positiveInt(v, 8, 'WEBHOOK_DNS_CONCURRENCY', ctx),
+    ),
+    ACTIVATOR_ALLOW_INSECURE: bool('ACTIVATOR_ALLOW_INSECURE'),
+    ADMIN_ALLOW_REMOTE: bool('ADMIN_ALLOW_REMOTE'),
+    // Production (contract 12.3 to 12.5): the database pool and its deadlines, graceful stop,
+    // worker sizes.
+    DATABASE_POOL_MAX: optionalString.transform((v, ctx) => positiveInt(v, 10, 'DATABASE_POOL_MAX', ctx)),
+    DATABASE_TIMEOUT_MS: optionalString.transform((v, ctx) =>
+      positiveInt(v, 5000, 'DATABASE_TIMEOUT_MS', ctx),
+    ),
+    DATABASE_STATEMENT_TIMEOUT_MS: optionalString.transform((v, ctx) =>
+      millis(v, 5000, 'DATABASE_STATEMENT_TIMEOUT_MS', ctx),
+    ),
+    DATABASE_IDLE_TX_TIMEOUT_MS: optionalString.transform((v, ctx) =>
+      millis(v, 10_000, 'DATABASE_IDLE_TX_TIMEOUT_MS', ctx),
+    ),
+    SHUTDOWN_GRACE_MS: optionalString.transform((v, ctx) => millis(v, 25_000, 'SHUTDOWN_GRACE_MS', ctx)),
+    JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
+    CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
       .pipe(
@@ -130,6 +217,35 @@ const schema = z
         code: 'custom',
         path: ['ACTIVATOR_URL'],
         message: 'ACTIVATOR_URL is required when ACTIVATOR=http',
+      });
+    }
+    // Refused unless explicitly allowed (contract 12.7): the activator key and every code would
+    // cross the network in clear text; the operator API would listen beyond this machine.
+    if (
+      c.ACTIVATOR_URL &&
+      !c.ACTIVATOR_ALLOW_INSECURE &&
+      c.ACTIVATOR_URL.toLowerCase().startsWith('http://')
+    ) {
+      let host = '';
+      try {
+        host = new URL(c.ACTIVATOR_URL).hostname;
+      } catch {
+        // an unparsable URL is not loopback
+      }
+      if (!isLoopbackHost(host)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ACTIVATOR_URL'],
+          message:
+            'ACTIVATOR_URL uses http:// to a host that is not loopback; use https:// or set ACTIVATOR_ALLOW_INSECURE=true',
+        });
+      }
+    }
+    if (!c.ADMIN_ALLOW_REMOTE && !isLoopbackHost(c.ADMIN_HOST)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_HOST'],
+        message: `ADMIN_HOST "${c.ADMIN_HOST}" is not a loopback address; set ADMIN_ALLOW_REMOTE=true to listen beyond this machine`,
       });
     }
     if (c.DATABASE_URL && !c.CODE_ENCRYPTION_KEY) {

@@ -145,7 +145,7 @@ describe('routing on the admin listener', () => {
   });
 
   test.each([
-    ['GET', '/admin/v1/customers', 'POST'],
+    ['PATCH', '/admin/v1/customers', 'POST, GET, HEAD'],
     ['DELETE', '/admin/v1/customers/1', 'GET, HEAD'],
     ['GET', '/admin/v1/customers/1/disable', 'POST'],
     ['POST', '/admin/v1/customers/1/plan', 'PUT, DELETE'],
@@ -633,6 +633,7 @@ describe('wallet top-up and ledger', () => {
           created_at: '2026-11-22T09:00:00Z',
         },
       ],
+      next_cursor: null,
     });
     const [newer, older] = ledger.json().entries;
     expect(newer.id).toBeGreaterThan(older.id);

@@ -1,11 +1,15 @@
 // Configuration (contract section 11): every setting validated at start; a bad one stops the
 // process with one clear line naming it and a non-zero exit.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/logger.ts';
+import { ADMIN_TOKEN_FILE, ENCRYPTION_KEY_FILE, startServer } from '../src/server.ts';
+import { onPostgres } from './helpers/db.ts';
+import { freePort } from './helpers/process.ts';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const BIN = resolve(import.meta.dirname, '../bin/redeem-gateway.js');
@@ -147,6 +151,82 @@ describe('loadConfig', () => {
     },
   );
 
+  test('safe-configuration settings (contract 12.6, 12.7): defaults and bad values', () => {
+    expect(loadConfig({})).toMatchObject({
+      REQUEST_TIMEOUT_MS: 30_000,
+      WEBHOOK_DNS_SERVERS: [],
+      WEBHOOK_DNS_TIMEOUT_MS: 5_000,
+      WEBHOOK_DNS_CONCURRENCY: 8,
+      ACTIVATOR_ALLOW_INSECURE: false,
+      ADMIN_ALLOW_REMOTE: false,
+    });
+    expect(
+      loadConfig({ REQUEST_TIMEOUT_MS: '250', WEBHOOK_DNS_SERVERS: '127.0.0.1:5353, [::1]:53,9.9.9.9' }),
+    ).toMatchObject({
+      REQUEST_TIMEOUT_MS: 250,
+      WEBHOOK_DNS_SERVERS: ['127.0.0.1:5353', '[::1]:53', '9.9.9.9'],
+    });
+    for (const v of ['0', '-1', 'abc', '1.5']) {
+      expectRejected({ REQUEST_TIMEOUT_MS: v }, 'REQUEST_TIMEOUT_MS');
+      expectRejected({ WEBHOOK_DNS_TIMEOUT_MS: v }, 'WEBHOOK_DNS_TIMEOUT_MS');
+      expectRejected({ WEBHOOK_DNS_CONCURRENCY: v }, 'WEBHOOK_DNS_CONCURRENCY');
+    }
+    for (const v of ['dns.example', '1.2.3.4:0', '1.2.3.4:70000', '[::1]', '1.2.3']) {
+      expectRejected({ WEBHOOK_DNS_SERVERS: v }, 'WEBHOOK_DNS_SERVERS');
+    }
+    expectRejected({ ACTIVATOR_ALLOW_INSECURE: 'yes' }, 'ACTIVATOR_ALLOW_INSECURE');
+    expectRejected({ ADMIN_ALLOW_REMOTE: 'yes' }, 'ADMIN_ALLOW_REMOTE');
+  });
+
+  test.each([
+    'http://upstream.example/api',
+    'http://10.0.0.5:9000',
+    'http://0.0.0.0:9000',
+    'http://127.0.0.1.nip.io/',
+  ])('ACTIVATOR_URL=%s (http:// off loopback) is refused unless ACTIVATOR_ALLOW_INSECURE=true', (url) => {
+    const message = expectRejected({ ACTIVATOR: 'http', ACTIVATOR_URL: url }, 'ACTIVATOR_URL');
+    expect(message).toContain('ACTIVATOR_ALLOW_INSECURE');
+    expect(
+      loadConfig({ ACTIVATOR: 'http', ACTIVATOR_URL: url, ACTIVATOR_ALLOW_INSECURE: 'true' }).ACTIVATOR_URL,
+    ).toBe(url);
+  });
+
+  test('ACTIVATOR_URL over https anywhere, or http to loopback, is accepted', () => {
+    for (const url of [
+      'https://upstream.example/api',
+      'http://127.0.0.1:9090',
+      'http://127.9.9.9:9090',
+      'http://[::1]:9090/x',
+      'http://localhost:9090',
+    ]) {
+      expect(loadConfig({ ACTIVATOR: 'http', ACTIVATOR_URL: url }).ACTIVATOR_URL, url).toBe(url);
+    }
+  });
+
+  test.each(['0.0.0.0/0', '::/0', '10.0.0.1,1.2.3.4/0', '::ffff:0.0.0.0/0'])(
+    'TRUST_PROXY=%s (a /0 entry) is refused',
+    (value) => {
+      const message = expectRejected({ TRUST_PROXY: value }, 'TRUST_PROXY');
+      expect(message).toContain('/0');
+    },
+  );
+
+  test.each(['0.0.0.0', '::', '10.0.0.8', '203.0.113.5', 'admin.internal'])(
+    'ADMIN_HOST=%s (not loopback) is refused unless ADMIN_ALLOW_REMOTE=true',
+    (host) => {
+      const message = expectRejected({ ADMIN_HOST: host }, 'ADMIN_HOST');
+      expect(message).toContain('ADMIN_ALLOW_REMOTE');
+      expect(loadConfig({ ADMIN_HOST: host, ADMIN_ALLOW_REMOTE: 'true' }).ADMIN_HOST).toBe(host);
+    },
+  );
+
+  test('a loopback ADMIN_HOST needs nothing; HOST may be anything', () => {
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost']) {
+      expect(loadConfig({ ADMIN_HOST: host }).ADMIN_HOST).toBe(host);
+    }
+    expect(loadConfig({ HOST: '0.0.0.0' }).HOST).toBe('0.0.0.0');
+  });
+
   test('other settings: LOG_LEVEL, WEBHOOK_ALLOW_PRIVATE_TARGETS, ADMIN_TOKEN', () => {
     expectRejected({ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL');
     expectRejected({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_TARGETS');
@@ -190,6 +270,9 @@ describe('the real process', () => {
     ['serve', { ACTIVATOR: 'http' }, 'ACTIVATOR_URL'],
     ['serve', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, 'CODE_ENCRYPTION_KEY'],
     ['migrate', { WEBHOOK_RETRY_DELAYS: '0' }, 'WEBHOOK_RETRY_DELAYS'],
+    ['serve', { ADMIN_HOST: '0.0.0.0' }, 'ADMIN_HOST'],
+    ['serve', { TRUST_PROXY: '10.0.0.1,0.0.0.0/0' }, 'TRUST_PROXY'],
+    ['serve', { ACTIVATOR: 'http', ACTIVATOR_URL: 'http://upstream.example/' }, 'ACTIVATOR_URL'],
   ] as const)('%s with %o exits non-zero printing one line naming %s', async (command, env, variable) => {
     const r = await run([command], env);
     expect(r.code).not.toBe(0);
@@ -200,4 +283,64 @@ describe('the real process', () => {
     expect(lines[0]).toContain(variable);
     expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/); // no stack trace
   });
+});
+
+describe('files of the data directory (contract 12.7)', () => {
+  const parent = mkdtempSync(join(tmpdir(), 'rg-modes-'));
+  afterAll(() => rmSync(parent, { recursive: true, force: true }));
+  const mode = (path: string) => statSync(path).mode & 0o777;
+
+  test('a new DATA_DIR is 0700 (the embedded database in it too), generated secrets 0600', async () => {
+    const dataDir = join(parent, 'nested', 'data');
+    const lines: string[] = [];
+    const logger = createLogger('info', {
+      write(chunk: string) {
+        lines.push(chunk);
+      },
+    });
+    const running = await startServer(
+      loadConfig({ DATA_DIR: dataDir, PORT: String(await freePort()), ADMIN_PORT: String(await freePort()) }),
+      { logger },
+    );
+    try {
+      expect({
+        dataDir: mode(dataDir),
+        pglite: mode(join(dataDir, 'pglite')),
+        adminToken: mode(join(dataDir, ADMIN_TOKEN_FILE)),
+        encryptionKey: mode(join(dataDir, ENCRYPTION_KEY_FILE)),
+      }).toEqual({ dataDir: 0o700, pglite: 0o700, adminToken: 0o600, encryptionKey: 0o600 });
+      // The embedded database: no warning about live keys on the sandbox.
+      expect(lines.join('')).not.toContain('ACTIVATOR=sandbox on PostgreSQL');
+    } finally {
+      await running.stop();
+    }
+  });
+
+  test.runIf(onPostgres)(
+    'on PostgreSQL with the sandbox for live keys, a warning is logged at start',
+    async () => {
+      const lines: string[] = [];
+      const logger = createLogger('info', {
+        write(chunk: string) {
+          lines.push(chunk);
+        },
+      });
+      const running = await startServer(
+        loadConfig({
+          DATA_DIR: join(parent, 'pg'),
+          DATABASE_URL: process.env.DATABASE_URL!,
+          CODE_ENCRYPTION_KEY: KEY,
+          ADMIN_TOKEN: 'config-test-admin-token-0123456789',
+          PORT: String(await freePort()),
+          ADMIN_PORT: String(await freePort()),
+        }),
+        { logger },
+      );
+      await running.stop();
+      const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40);
+      expect(warnings.map((w) => w.msg)).toEqual([
+        expect.stringContaining('ACTIVATOR=sandbox on PostgreSQL'),
+      ]);
+    },
+  );
 });

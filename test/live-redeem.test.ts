@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createUpstreamSim, type UpstreamSim } from '../src/activators/upstream-sim.ts';
+import { maskCode } from '../src/core/code-crypto.ts';
 import { adminHttp, type ServerProcess, startServerProcess } from './helpers/process.ts';
 
 const SIM_KEY = 'live-sim-key-0123456789abcdef';
@@ -210,10 +211,12 @@ describe('live keys use the upstream', () => {
     sim.setFaults([]);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { codes: { code: string; status: string; disposition: string }[] };
+    // Stock codes are answered masked (contract 12.1); their last 4 characters differ here.
     const byCode = new Map(body.codes.map((c) => [c.code, c]));
-    expect(byCode.get(stock[0]!)).toMatchObject({ status: 'activated', disposition: 'consumed', uc: 60 });
-    expect(byCode.get(stock[1]!)).toMatchObject({ status: 'failed', disposition: 'returned' });
-    expect(byCode.get(stock[2]!)).toMatchObject({ status: 'failed', disposition: 'quarantined' });
+    const shown = stock.map((c) => maskCode(c.slice(-4), c.length));
+    expect(byCode.get(shown[0]!)).toMatchObject({ status: 'activated', disposition: 'consumed', uc: 60 });
+    expect(byCode.get(shown[1]!)).toMatchObject({ status: 'failed', disposition: 'returned' });
+    expect(byCode.get(shown[2]!)).toMatchObject({ status: 'failed', disposition: 'quarantined' });
     const counts = await fetch(`${server.url}/v1/stock`, {
       headers: { authorization: `Bearer ${m.liveKey}` },
     });

@@ -1,7 +1,9 @@
 // Secrets never reach the logs (contract section 10, DESIGN house style 13), and a crash is
 // logged with its request id so support can find it.
+import { connect } from 'node:net';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createLogger } from '../src/logger.ts';
 import {
   ADMIN_TOKEN,
   adminCall,
@@ -12,10 +14,17 @@ import {
 } from './helpers/app.ts';
 
 let t: TestApp;
+let probeValue = '';
 beforeAll(async () => {
   t = await createTestApp();
   t.api.get('/v1/__crash', { config: { auth: 'any' } }, async () => {
     throw new Error('boom in a test-only route');
+  });
+  // A unique violation of a statement whose parameter is a secret (a webhook URL with a token).
+  t.api.get('/v1/__dberror', { config: { auth: 'any' } }, async () => {
+    await t.ctx.db.query('insert into log_probe (v) values ($1)', [probeValue]);
+    await t.ctx.db.query('insert into log_probe (v) values ($1)', [probeValue]);
+    return { ok: true };
   });
 });
 afterAll(() => t.close());
@@ -126,5 +135,123 @@ describe('crash logs', () => {
     const lines = parsedLogs().filter((l) => l.reqId === id);
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+});
+
+describe('error codes reach the log; codes, keys, tokens, secrets and SQL parameters never do', () => {
+  /** A logger of its own, its lines parsed. */
+  function captured() {
+    const lines: string[] = [];
+    const logger = createLogger('info', {
+      write(chunk: string) {
+        lines.push(chunk);
+      },
+    });
+    return { logger, text: () => lines.join(''), parsed: () => lines.map((l) => JSON.parse(l)) };
+  }
+
+  test('a database error of a request: its code (23505) is logged, its parameters and detail are not', async () => {
+    const secretUrl = 'https://hooks.example/cb?token=tok_SQLPARAMSECRET0123456789';
+    await t.ctx.db.query('create table if not exists log_probe (v text primary key)');
+    probeValue = secretUrl;
+    const m = await createMerchant(t);
+    const res = await t.api.inject({ method: 'GET', url: '/v1/__dberror', headers: bearer(m.key) });
+    expect(res.statusCode).toBe(500);
+    expect(res.body).not.toContain('23505');
+    const id = res.headers['x-request-id'];
+    const [error] = parsedLogs().filter((l) => l.reqId === id && (l.level as number) >= 50);
+    expect(error).toMatchObject({
+      err: { code: '23505', message: expect.stringContaining('log_probe_pkey') },
+    });
+    const text = t.logs.join('');
+    expect(text).not.toContain('SQLPARAMSECRET');
+    expect(text).not.toContain('hooks.example');
+  });
+
+  test('system and library error codes survive (ECONNREFUSED, nested in a cause); secrets in errors do not', async () => {
+    const { logger, parsed, text } = captured();
+    const refused = await new Promise<Error>((resolve) => {
+      const socket = connect(1, '127.0.0.1');
+      socket.on('error', resolve);
+    });
+    logger.error({ err: refused }, 'connect failed');
+    logger.error({ err: new Error('sweep failed', { cause: refused }) }, 'wrapped');
+    const pgLike = Object.assign(
+      new Error('duplicate key value violates unique constraint "webhooks_pkey"'),
+      {
+        code: '23505',
+        detail: 'Key (url)=(https://x.example/?token=tok_DETAILSECRET) already exists.',
+        params: ['rk_test_PARAMSECRETPARAMSECRETPARAMSECR1'],
+        parameters: ['whsec_PARAMETERSSECRET'],
+        query: 'insert into webhooks (url) values ($1)',
+      },
+    );
+    logger.error({ err: pgLike }, 'pg-like');
+    logger.error(
+      { err: Object.assign(new Error('oops'), { code: 'GIFT-STOCKCODE-SECRET-9K2J' }) },
+      'odd code',
+    );
+    logger.error({ err: Object.assign(new Error('api'), { code: 'idempotency_in_progress' }) }, 'api');
+    const [a, b, c, d, e] = parsed();
+    expect(a.err.code).toBe('ECONNREFUSED');
+    expect(b.err.cause.code).toBe('ECONNREFUSED');
+    expect(c.err).toMatchObject({
+      code: '23505',
+      detail: '[redacted]',
+      params: '[redacted]',
+      parameters: '[redacted]',
+      query: 'insert into webhooks (url) values ($1)',
+    });
+    expect(d.err.code).toBe('…9K2J');
+    expect(e.err.code).toBe('idempotency_in_progress');
+    for (const secret of ['DETAILSECRET', 'PARAMSECRET', 'PARAMETERSSECRET', 'STOCKCODE-SECRET']) {
+      expect(text()).not.toContain(secret);
+    }
+  });
+
+  test('fields named code or codes show the last 4 characters; keys, tokens, secrets, Authorization never', () => {
+    const { logger, parsed, text } = captured();
+    logger.warn(
+      {
+        code: 'AAAA-BBBB-CCCC-WXYZ',
+        codes: ['DDDD-EEEE-FFFF-1111', 'GGGG-HHHH-IIII-2222'],
+        job: { code: 'NESTED-JJJJ-KKKK-3333', attempts: [{ code: 'DEEP-LLLL-MMMM-4444' }] },
+        key: 'rk_live_KEYKEYKEYKEYKEYKEYKEYKEYKEYKEY12',
+        token: 'adm_TOKENTOKENTOKEN',
+        secret: 'whsec_SECRETSECRETSECRET',
+        webhook: { secret: 'whsec_NESTEDSECRET' },
+        authorization: 'Bearer rk_test_AUTHAUTHAUTHAUTHAUTHAUTHAUTHAUTH',
+        headers: { authorization: 'Bearer HEADERAUTH' },
+        body: { codes: ['BODY-NNNN-OOOO-5555'] },
+      },
+      'everything at once',
+    );
+    const [line] = parsed();
+    expect(line).toMatchObject({
+      code: '…WXYZ',
+      codes: ['…1111', '…2222'],
+      job: { code: '…3333', attempts: [{ code: '…4444' }] },
+      key: '[redacted]',
+      token: '[redacted]',
+      secret: '[redacted]',
+      webhook: { secret: '[redacted]' },
+      authorization: '[redacted]',
+      body: '[redacted]',
+    });
+    for (const secret of [
+      'AAAA-BBBB',
+      'DDDD-EEEE',
+      'NESTED-JJJJ',
+      'DEEP-LLLL',
+      'KEYKEYKEY',
+      'TOKENTOKEN',
+      'SECRETSECRET',
+      'NESTEDSECRET',
+      'AUTHAUTH',
+      'HEADERAUTH',
+      'BODY-NNNN',
+    ]) {
+      expect(text()).not.toContain(secret);
+    }
   });
 });

@@ -1,6 +1,7 @@
 // Billing of sync redeems (contract section 2): include first, then the wallet; refunds give back
 // wallet requests first; refusals hold nothing; counters reset at 00:00 UTC.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { maskCode } from '../src/core/code-crypto.ts';
 import { createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 
@@ -201,7 +202,10 @@ describe('stock source', () => {
     expect(r.statusCode).toBe(200);
     const body = r.json();
     expect(body.source).toBe('stock');
-    expect(body.codes.map((c: { code: string }) => c.code)).toEqual(codes);
+    // Stock codes are answered masked (contract 12.1).
+    expect(body.codes.map((c: { code: string }) => c.code)).toEqual(
+      codes.map((c) => maskCode(c.slice(-4), c.length)),
+    );
     expect(codesOf(r)).toEqual([
       ['activated', 'consumed', true],
       ['code_used', 'deleted', true],

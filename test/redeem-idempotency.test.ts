@@ -1,5 +1,6 @@
 // Idempotency of POST /v1/redeem (contract section 5) and concurrency (section 3).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { maskCode } from '../src/core/code-crypto.ts';
 import { purgeExpiredKeys } from '../src/core/recovery.ts';
 import { createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
@@ -134,8 +135,16 @@ describe('concurrency', () => {
       expect(a.statusCode).toBe(200);
       return a.json().codes[0].code as string;
     });
+    // Answered masked (contract 12.1): the last 4 characters tell the codes apart here.
     expect(new Set(handed).size).toBe(10);
-    expect([...handed].sort()).toEqual([...codes].sort());
+    expect([...handed].sort()).toEqual(codes.map((c) => maskCode(c.slice(-4), c.length)).sort());
+    // Each code went to exactly one job.
+    const used = await t.ctx.db.query<{ n: number; jobs: number }>(
+      `select count(*)::int as n, count(distinct reserved_by)::int as jobs from stock_codes
+        where customer_id = $1 and state = 'consumed'`,
+      [m.customerId],
+    );
+    expect(used.rows[0]).toEqual({ n: 10, jobs: 10 });
     const extra = await redeem(t, m.key, { player_id: PLAYER, packs: { '660': 1 } });
     expect(extra.json().error_code).toBe('no_stock');
   });

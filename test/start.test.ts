@@ -101,6 +101,15 @@ async function serve(): Promise<Served> {
   };
 }
 
+/** Available counts of the categories the demo redeems used. */
+function demoStockLeft(stock: { categories: { category: string; available: number }[] }) {
+  return Object.fromEntries(
+    stock.categories
+      .filter((c) => ['60', '325', '660'].includes(c.category))
+      .map((c) => [c.category, c.available]),
+  );
+}
+
 async function stop(s: Served) {
   const exited = new Promise<number | null>((r) => s.child.once('exit', (code) => r(code)));
   s.child.kill('SIGTERM');
@@ -135,6 +144,28 @@ describe.skipIf(onPostgres)('npm start on the embedded database', () => {
       plan_active: true,
     });
     expect(res.headers.get('svc-version')).toBe('1.0.0');
+
+    // Demo stock in every category, so packs and uc work in the first minute.
+    const auth = { Authorization: `Bearer ${demoKey}`, 'Content-Type': 'application/json' };
+    const stock = await (await fetch(`http://127.0.0.1:${s.port}/v1/stock`, { headers: auth })).json();
+    expect(
+      stock.categories.map((c: { category: string; available: number }) => [c.category, c.available]),
+    ).toEqual(['60', '325', '660', '1800', '3850', '8100'].map((c) => [c, 5]));
+    expect(s.output()).toContain('5 test stock codes in each category');
+    expect(s.output()).toContain(`http://127.0.0.1:${s.port}/docs`);
+    for (const [i, body] of [{ packs: { '660': 2 } }, { uc: 385 }].entries()) {
+      const redeemed = await fetch(`http://127.0.0.1:${s.port}/v1/redeem`, {
+        method: 'POST',
+        headers: { ...auth, 'Idempotency-Key': `start-demo-${i}` },
+        body: JSON.stringify({ player_id: '5123456789', ...body }),
+      });
+      const result = await redeemed.json();
+      expect(redeemed.status, JSON.stringify(result)).toBe(200);
+      expect(result).toMatchObject({ ok: true, source: 'stock', summary: { activated: 2 } });
+    }
+    expect(
+      demoStockLeft(await (await fetch(`http://127.0.0.1:${s.port}/v1/stock`, { headers: auth })).json()),
+    ).toEqual({ '60': 4, '325': 4, '660': 3 });
 
     // The admin API answers with the token from the data directory, which only the owner can read.
     const tokenFile = join(dataDir, 'admin-token');

@@ -3,29 +3,55 @@
 // address classification and resolver step on their own.
 import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { hostname } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decryptCode } from '../src/core/code-crypto.ts';
+import { decryptSecret } from '../src/core/code-crypto.ts';
 import { SIGNATURE_NOTE } from '../src/core/webhooks/registration.ts';
+import { configureWebhookResolver, type WebhookResolver } from '../src/core/webhooks/resolver.ts';
 import { checkSignature, signatureHeader, verifySignature } from '../src/core/webhooks/signing.ts';
 import {
   classifyAddress,
   type LookupFn,
   parseWebhookUrl,
   resolveWebhookTarget,
+  WEBHOOK_URL_BLOCKED_MESSAGE,
 } from '../src/core/webhooks/url-guard.ts';
 import { bearer, createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
+import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
+import { redeem, uniqueCode } from './helpers/redeem.ts';
 
 let t: TestApp;
 let open: TestApp; // WEBHOOK_ALLOW_PRIVATE_TARGETS=true
+// The webhook resolver asks this server only (WEBHOOK_DNS_SERVERS): names of `records` answer,
+// `hang…` names are never answered, anything else is NXDOMAIN. Tests need no outside DNS.
+let dns: TestDnsServer;
+let resolver: WebhookResolver;
+const DNS_TIMEOUT_MS = 4_000;
+const DNS_CONCURRENCY = 2;
 beforeAll(async () => {
+  dns = await startDnsServer({
+    records: {
+      'loop.test': ['127.0.0.1'],
+      'public.test': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
+      'rebind.test': ['93.184.216.34', '10.0.0.5'],
+      'meta.test': ['169.254.169.254'],
+      'meta6.test': ['fd00:ec2::254'],
+      'linklocal.test': ['169.254.1.1'],
+    },
+    silent: (name) => name.startsWith('hang'),
+  });
+  resolver = configureWebhookResolver({
+    WEBHOOK_DNS_SERVERS: [dns.address],
+    WEBHOOK_DNS_TIMEOUT_MS: DNS_TIMEOUT_MS,
+    WEBHOOK_DNS_CONCURRENCY: DNS_CONCURRENCY,
+  });
   [t, open] = await Promise.all([
     createTestApp({ jobWorker: false }),
     createTestApp({ jobWorker: false, env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } }),
   ]);
 });
 afterAll(async () => {
-  await Promise.all([t?.close(), open?.close()]);
+  await Promise.all([t?.close(), open?.close(), dns?.close()]);
 });
 
 const register = (app: TestApp, key: string, payload: unknown) =>
@@ -50,20 +76,6 @@ async function expectError(app: TestApp, key: string, payload: unknown, status: 
   expect(res.headers['svc-cost']).toBe('0');
   return res;
 }
-
-// The machine's own host name, when /etc/hosts maps it to loopback (it stands in for a public
-// name that resolves to 127.0.0.1, since tests have no DNS).
-let loopbackName: string | null = null;
-beforeAll(async () => {
-  try {
-    const found = await lookup(hostname(), { all: true });
-    if (found.length > 0 && found.every((a) => a.address.startsWith('127.') || a.address === '::1')) {
-      loopbackName = hostname();
-    }
-  } catch {
-    loopbackName = null;
-  }
-});
 
 const BLOCKED: [string, string][] = [
   ['https://localhost/hook', 'webhook_url_blocked'],
@@ -115,6 +127,10 @@ const BLOCKED: [string, string][] = [
   ['https://[64:ff9b::7f00:1]/hook', 'webhook_url_blocked'], // NAT64 around 127.0.0.1
   ['https://[2001:2::1]/hook', 'webhook_url_blocked'], // benchmarking
   ['https://does-not-exist.invalid/hook', 'webhook_url_blocked'],
+  ['https://loop.test/hook', 'webhook_url_blocked'], // a name that resolves to loopback
+  ['https://rebind.test/hook', 'webhook_url_blocked'], // one private address among public ones
+  ['https://meta.test/hook', 'webhook_url_blocked'],
+  ['https://[fd00:ec2::254]/hook', 'webhook_url_blocked'],
   ['http://localhost/hook', 'https_required'],
   ['http://example.com/hook', 'https_required'],
   ['ftp://example.com/hook', 'https_required'],
@@ -145,10 +161,17 @@ describe('POST /v1/webhook refusals', () => {
     expect(await storedWebhook(shared.customerId)).toBeNull();
   });
 
-  test('a name that resolves to loopback is refused', async (ctx) => {
-    if (!loopbackName) return ctx.skip();
+  test('every webhook_url_blocked carries the same message (no map of the internal DNS)', async () => {
     const m = await merchant();
-    await expectError(t, m.key, { url: `https://${loopbackName}/hook` }, 400, 'webhook_url_blocked');
+    const messages = new Set<string>();
+    for (const [url, code] of BLOCKED) {
+      if (code !== 'webhook_url_blocked') continue;
+      messages.add((await register(t, m.key, { url })).json().message);
+    }
+    for (const url of ['https://hang-one.test/', 'https://nxdomain.test/', 'https://loop.test/']) {
+      messages.add((await register(t, m.key, { url })).json().message);
+    }
+    expect([...messages]).toEqual([WEBHOOK_URL_BLOCKED_MESSAGE]);
   });
 
   test('body shape: missing url, not a string, unknown fields, not an object, bad JSON', async () => {
@@ -205,7 +228,9 @@ describe('POST /v1/webhook registration', () => {
     const row = await storedWebhook(m.customerId);
     expect(row).toMatchObject({ mode: 'test', url: 'https://8.8.8.8/hook?x=1' });
     expect(row!.secret_encrypted).not.toContain(body.secret);
-    expect(decryptCode(t.ctx.codeKey, row!.secret_encrypted)).toBe(body.secret);
+    expect(
+      decryptSecret(t.ctx.codeKey, row!.secret_encrypted, { customerId: m.customerId, mode: 'test' }),
+    ).toBe(body.secret);
     // The secret never reaches the logs.
     expect(t.logs.join('')).not.toContain(body.secret);
   });
@@ -235,7 +260,12 @@ describe('POST /v1/webhook registration', () => {
     );
     expect(rows.rows).toHaveLength(1);
     expect(rows.rows[0]!.url).toBe('https://8.8.4.4/two');
-    expect(decryptCode(t.ctx.codeKey, rows.rows[0]!.secret_encrypted)).toBe(second.secret);
+    expect(
+      decryptSecret(t.ctx.codeKey, rows.rows[0]!.secret_encrypted, {
+        customerId: m.customerId,
+        mode: 'test',
+      }),
+    ).toBe(second.secret);
     // A refused re-registration leaves the old one in place.
     await expectError(t, m.key, { url: 'https://10.0.0.1/' }, 400, 'webhook_url_blocked');
     expect((await storedWebhook(m.customerId))!.url).toBe('https://8.8.4.4/two');
@@ -267,8 +297,14 @@ describe('POST /v1/webhook registration', () => {
       const res = await register(open, m.key, { url });
       expect(res.statusCode, url).toBe(200);
     }
-    if (loopbackName)
-      expect((await register(open, m.key, { url: `https://${loopbackName}/` })).statusCode).toBe(200);
+    // A name, resolved by the configured DNS server, to a loopback or link-local address.
+    for (const url of [
+      'https://loop.test/',
+      'https://linklocal.test/',
+      'https://169.254.1.1/',
+      'https://[fd00:ec2::1]/',
+    ])
+      expect((await register(open, m.key, { url })).statusCode, url).toBe(200);
     await expectError(open, m.key, { url: 'http://127.0.0.1/hook' }, 400, 'https_required');
     for (const url of [
       'https://0.0.0.0/',
@@ -278,6 +314,103 @@ describe('POST /v1/webhook registration', () => {
     ]) {
       await expectError(open, m.key, { url }, 400, 'webhook_url_blocked');
     }
+  });
+
+  test('a public name, resolved by the configured DNS server, is registered', async () => {
+    const m = await merchant();
+    const before = dns.queries.length;
+    const res = await register(t, m.key, { url: 'https://public.test/hook' });
+    expect(res.statusCode).toBe(200);
+    expect(dns.queries.slice(before).map((q) => q.name)).toContain('public.test');
+  });
+
+  test('the cloud metadata addresses are refused even when private targets are allowed', async () => {
+    const m = await createMerchant(open);
+    for (const url of [
+      'https://169.254.169.254/latest/meta-data/',
+      'https://[fd00:ec2::254]/',
+      'https://[::ffff:169.254.169.254]/',
+      'https://[::ffff:a9fe:a9fe]/',
+      'https://2852039166/', // 169.254.169.254 as one number
+      'https://0xa9.0xfe.0xa9.0xfe/',
+      'https://meta.test/',
+      'https://meta6.test/',
+    ]) {
+      await expectError(open, m.key, { url }, 400, 'webhook_url_blocked');
+    }
+    const row = await open.ctx.db.query('select 1 from webhooks where customer_id = $1', [m.customerId]);
+    expect(row.rowCount).toBe(0);
+    // At each delivery attempt too: the same guard runs on the addresses a name has then.
+    const now =
+      (address: string): LookupFn =>
+      async () => [{ address, family: address.includes(':') ? 6 : 4 }];
+    for (const address of ['169.254.169.254', 'fd00:ec2::254', '::ffff:169.254.169.254']) {
+      await expect(
+        resolveWebhookTarget(parseWebhookUrl('https://receiver.test/'), {
+          allowPrivate: true,
+          lookup: now(address),
+        }),
+        address,
+      ).rejects.toMatchObject({ code: 'webhook_url_blocked', message: WEBHOOK_URL_BLOCKED_MESSAGE });
+    }
+    await expect(
+      resolveWebhookTarget(parseWebhookUrl('https://receiver.test/'), {
+        allowPrivate: true,
+        lookup: now('10.0.0.7'),
+      }),
+    ).resolves.toEqual([{ address: '10.0.0.7', family: 4 }]);
+  });
+});
+
+describe('a DNS server that never answers (WEBHOOK_DNS_TIMEOUT_MS, WEBHOOK_DNS_CONCURRENCY)', () => {
+  test('delays no redeem, no database query and no thread-pool work; lookups are capped and all refused', async () => {
+    const m = await merchant();
+    const events: string[] = [];
+    const hanging = Array.from({ length: 6 }, (_, i) =>
+      register(t, m.key, { url: `https://hang${i}.test/hook` }).then((res) => {
+        events.push('webhook');
+        return res;
+      }),
+    );
+    // While those wait on the silent server: sync redeems, health checks (database), and work on
+    // libuv's thread pool (getaddrinfo, file reads), more of it than the pool has threads.
+    const others = [
+      ...Array.from({ length: 6 }, () =>
+        redeem(t, m.key, { player_id: '5123456789', codes: [uniqueCode()] }).then((res) => {
+          expect(res.statusCode).toBe(200);
+          events.push('redeem');
+        }),
+      ),
+      ...Array.from({ length: 4 }, () =>
+        t.api.inject({ method: 'GET', url: '/v1/health' }).then((res) => {
+          expect(res.statusCode).toBe(200);
+          events.push('health');
+        }),
+      ),
+      ...Array.from({ length: 8 }, () => lookup('localhost').then(() => events.push('thread-pool'))),
+      ...Array.from({ length: 8 }, () =>
+        readFile(import.meta.filename).then(() => events.push('thread-pool')),
+      ),
+    ];
+    await Promise.all(others);
+    const answers = await Promise.all(hanging);
+    // Everything else finished before the first registration was answered.
+    expect(events.indexOf('webhook')).toBe(others.length);
+    for (const res of answers) {
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({
+        error_code: 'webhook_url_blocked',
+        message: WEBHOOK_URL_BLOCKED_MESSAGE,
+      });
+    }
+    // The silent server was asked (the resolver uses the configured server, not the system's),
+    // by at most DNS_CONCURRENCY lookups at once (peakActive). How many of the queued lookups got
+    // a slot before their own deadline depends on how far apart the registrations arrived, so
+    // the count asked is not asserted beyond the first DNS_CONCURRENCY.
+    const asked = new Set(dns.queries.map((q) => q.name).filter((n) => /^hang\d\.test$/.test(n)));
+    expect(asked.size).toBeGreaterThanOrEqual(DNS_CONCURRENCY);
+    expect(resolver.stats()).toEqual({ active: 0, queued: 0, peakActive: DNS_CONCURRENCY });
+    expect(await storedWebhook(m.customerId)).toBeNull();
   });
 });
 
@@ -313,7 +446,7 @@ describe('url guard internals', () => {
     expect(cases.map(([a]) => [a, classifyAddress(a)])).toEqual(cases);
   });
 
-  test('the resolver step: every address of a name must be public; none at all is refused; vetted addresses are returned', async () => {
+  test('the resolver step (injected lookup): every address of a name must be public; none at all is refused; vetted addresses are returned', async () => {
     const table: Record<string, string[]> = {
       'public.test': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
       'rebind.test': ['93.184.216.34', '10.0.0.5'],

@@ -19,7 +19,16 @@ export interface CodeStatus {
 
 export interface Activator {
   readonly name: string;
-  activate(input: { mode: Mode; code: string; playerId: string }): Promise<ActivationOutcome>;
+  /**
+   * `customerId` (when known) lets an activator share its capacity fairly between customers
+   * (contract 12.5); it is never sent upstream.
+   */
+  activate(input: {
+    mode: Mode;
+    code: string;
+    playerId: string;
+    customerId?: number;
+  }): Promise<ActivationOutcome>;
   /** Asks whether a code was redeemed, to settle an unknown outcome; null when it cannot tell. */
   status(input: { mode: Mode; code: string }): Promise<CodeStatus | null>;
 }

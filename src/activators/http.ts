@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { type Dispatcher, Pool } from 'undici';
 import { CATALOG_UC } from '../core/catalog.ts';
 import type { ActivationOutcome, Activator, CodeStatus } from './activator.ts';
+import { createFairSemaphore } from './fair-semaphore.ts';
 
 export interface HttpActivatorOptions {
   /** The upstream's base URL (ACTIVATOR_URL); paths /v1/activate and /v1/status are appended. */
@@ -49,7 +50,7 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** What one HTTP exchange came to. */
 type Exchange =
-  | { kind: 'answer'; status: number; body: string }
+  | { kind: 'answer'; status: number; body: string; retryAfter?: string | undefined }
   /** Never written to a socket: the upstream cannot have seen it. */
   | { kind: 'not_sent'; reason: string; retryable: boolean }
   /** Written (maybe in part), and no complete answer came back. */
@@ -59,45 +60,6 @@ const errorReason = (err: unknown) => {
   const e = err as { code?: unknown; message?: unknown } | null;
   return typeof e?.code === 'string' ? e.code : typeof e?.message === 'string' ? e.message : 'error';
 };
-
-/** A FIFO semaphore; acquire answers null when no slot came free within the wait. */
-function createSemaphore(max: number) {
-  let active = 0;
-  const waiting: Array<(release: (() => void) | null) => void> = [];
-  const release = () => {
-    const next = waiting.shift();
-    if (next) next(once());
-    else active -= 1;
-  };
-  const once = () => {
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      release();
-    };
-  };
-  return {
-    acquire(waitMs: number): Promise<(() => void) | null> {
-      if (active < max) {
-        active += 1;
-        return Promise.resolve(once());
-      }
-      return new Promise((resolve) => {
-        const entry = (r: (() => void) | null) => {
-          clearTimeout(timer);
-          resolve(r);
-        };
-        const timer = setTimeout(() => {
-          const i = waiting.indexOf(entry);
-          if (i >= 0) waiting.splice(i, 1);
-          resolve(null);
-        }, waitMs);
-        waiting.push(entry);
-      });
-    },
-  };
-}
 
 /**
  * Closed: calls go through; `failureThreshold` consecutive failures open it. Open: calls are
@@ -147,6 +109,20 @@ function createBreaker(failureThreshold: number, openMs: number, onChange: (s: B
   };
 }
 
+/** What an exchange tells the breaker about the upstream's health. */
+type Verdict = 'healthy' | 'failure';
+
+/** A call that got 429 is tried again at most this many times (within its deadline). */
+const MAX_BUSY_RETRIES = 2;
+/** Hold-off after a 429 without a usable Retry-After, and the longest one we honour. */
+const DEFAULT_BUSY_MS = 1000;
+const MAX_BUSY_MS = 30_000;
+
+function retryAfterMs(header: string | undefined): number {
+  const seconds = header !== undefined && /^\d{1,6}$/.test(header.trim()) ? Number(header.trim()) : null;
+  return seconds === null ? DEFAULT_BUSY_MS : Math.min(MAX_BUSY_MS, Math.max(100, seconds * 1000));
+}
+
 function catalogCategory(uc: number | null): string | null {
   return uc !== null && (CATALOG_UC as readonly number[]).includes(uc) ? String(uc) : null;
 }
@@ -175,7 +151,10 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
     headersTimeout: timeoutMs + 1000,
     bodyTimeout: timeoutMs + 1000,
   });
-  const slots = createSemaphore(concurrency);
+  // Shared fairly: while another customer waits, no customer holds more than half the calls.
+  const slots = createFairSemaphore(concurrency);
+  // Until when (ms) the upstream asked us to hold off (a 429); calls wait for it, within their deadline.
+  let busyUntil = 0;
   const breaker = createBreaker(opts.breaker?.failureThreshold ?? 5, opts.breaker?.openMs ?? 30_000, (s) => {
     if (s === 'open') logger?.warn({ upstream: base.origin }, 'upstream circuit breaker open');
     else logger?.info({ upstream: base.origin, state: s }, `upstream circuit breaker ${s.replace('_', ' ')}`);
@@ -194,6 +173,7 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
       let settled = false;
       let controller: Dispatcher.DispatchController | null = null;
       let status = 0;
+      let retryAfter: string | undefined;
       let size = 0;
       const chunks: Buffer[] = [];
       const finish = (x: Exchange) => {
@@ -214,8 +194,10 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
           if (settled) return c.abort(new Error('gave up before sending'));
           started = true;
         },
-        onResponseStart(_c, statusCode) {
+        onResponseStart(_c, statusCode, responseHeaders) {
           status = statusCode;
+          const ra = responseHeaders['retry-after'];
+          retryAfter = Array.isArray(ra) ? ra[0] : ra;
         },
         onResponseData(c, chunk) {
           size += chunk.length;
@@ -227,7 +209,7 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
           chunks.push(chunk);
         },
         onResponseEnd() {
-          finish({ kind: 'answer', status, body: Buffer.concat(chunks).toString('utf8') });
+          finish({ kind: 'answer', status, body: Buffer.concat(chunks).toString('utf8'), retryAfter });
         },
         onResponseError(_c, err) {
           finish(
@@ -266,40 +248,65 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
 
   /**
    * Runs one call under the breaker and the concurrency bound. `judge` turns the exchange into a
-   * result and says whether it was a protocol answer (which closes the breaker) or a failure.
+   * result and a verdict for the breaker: only transport errors, timeouts and 5xx count against
+   * the upstream (`failure`); an answer about the request itself, a 4xx, is `healthy`. A 429
+   * (the upstream is busy) counts neither way: every call holds off for its Retry-After, and the
+   * call that got it is tried again while its deadline allows (a 4xx never consumed the code).
    */
   async function call<T>(
+    key: string,
     path: string,
     payload: unknown,
-    judge: (x: Exchange) => { result: T; healthy: boolean },
+    judge: (x: Exchange) => { result: T; verdict: Verdict },
     refused: T,
   ): Promise<{ result: T; exchange: Exchange | null }> {
     const admitted = breaker.admit();
     if (admitted === null) return { result: refused, exchange: null };
+    const deadline = Date.now() + timeoutMs;
     // Waiting for a slot is not upstream time; a call that waits too long is never sent.
-    const release = await slots.acquire(timeoutMs);
+    const release = await slots.acquire(key, timeoutMs);
     if (!release) {
       breaker.neutral();
       return { result: refused, exchange: { kind: 'not_sent', reason: 'no free slot', retryable: false } };
     }
     try {
-      const x = await exchange(path, payload);
-      const { result, healthy } = judge(x);
-      if (healthy) breaker.success();
-      else breaker.failure();
-      return { result, exchange: x };
+      for (let busyRetries = 0; ; busyRetries++) {
+        const hold = busyUntil - Date.now();
+        if (hold > 0) {
+          if (Date.now() + hold >= deadline) {
+            breaker.neutral();
+            return {
+              result: refused,
+              exchange: { kind: 'not_sent', reason: 'upstream busy', retryable: false },
+            };
+          }
+          await sleep(hold);
+        }
+        const x = await exchange(path, payload);
+        if (x.kind === 'answer' && x.status === 429) {
+          busyUntil = Math.max(busyUntil, Date.now() + retryAfterMs(x.retryAfter));
+          if (busyRetries < MAX_BUSY_RETRIES && busyUntil < deadline) continue;
+          breaker.neutral();
+          return { result: judge(x).result, exchange: x };
+        }
+        const { result, verdict } = judge(x);
+        if (verdict === 'healthy') breaker.success();
+        else breaker.failure();
+        return { result, exchange: x };
+      }
     } finally {
       release();
     }
   }
 
-  function judgeActivation(x: Exchange): { result: ActivationOutcome; healthy: boolean } {
+  function judgeActivation(x: Exchange): { result: ActivationOutcome; verdict: Verdict } {
     const failed = (unknown: boolean): ActivationOutcome => ({ status: 'failed', unknown });
-    if (x.kind === 'not_sent') return { result: failed(false), healthy: false };
-    if (x.kind === 'lost') return { result: failed(true), healthy: false };
-    // The protocol: every 4xx is answered before the code is processed.
-    if (x.status >= 400 && x.status < 500) return { result: failed(false), healthy: false };
-    if (x.status !== 200) return { result: failed(true), healthy: false };
+    if (x.kind === 'not_sent') return { result: failed(false), verdict: 'failure' };
+    if (x.kind === 'lost') return { result: failed(true), verdict: 'failure' };
+    // The protocol: every 4xx is answered before the code is processed. It is an answer about
+    // this request, not a sign the upstream is down (contract 12.5).
+    if (x.status >= 400 && x.status < 500) return { result: failed(false), verdict: 'healthy' };
+    if (x.status !== 200) return { result: failed(true), verdict: 'failure' };
     const body = parseObject(x.body);
     switch (body?.result) {
       case 'activated': {
@@ -307,29 +314,35 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
         const uc = Number.isInteger(body.uc) && (body.uc as number) > 0 ? (body.uc as number) : null;
         return {
           result: { status: 'activated', unknown: false, uc, category: catalogCategory(uc) },
-          healthy: true,
+          verdict: 'healthy',
         };
       }
       case 'code_used':
-        return { result: { status: 'code_used', unknown: false }, healthy: true };
+        return { result: { status: 'code_used', unknown: false }, verdict: 'healthy' };
       case 'invalid_code':
-        return { result: { status: 'invalid_code', unknown: false }, healthy: true };
+        return { result: { status: 'invalid_code', unknown: false }, verdict: 'healthy' };
       case 'player_not_found':
-        return { result: { status: 'bad_player', unknown: false }, healthy: true };
+        return { result: { status: 'bad_player', unknown: false }, verdict: 'healthy' };
       case 'failed':
         // The upstream's own verdict: it did not consume the code.
-        return { result: failed(false), healthy: true };
+        return { result: failed(false), verdict: 'healthy' };
       default:
-        return { result: failed(true), healthy: false };
+        // A 200 that is not the protocol: something in between is broken.
+        return { result: failed(true), verdict: 'failure' };
     }
   }
 
-  function judgeStatus(x: Exchange): { result: CodeStatus | null; healthy: boolean } {
-    if (x.kind !== 'answer' || x.status !== 200) return { result: null, healthy: false };
+  function judgeStatus(x: Exchange): { result: CodeStatus | null; verdict: Verdict } {
+    if (x.kind !== 'answer') return { result: null, verdict: 'failure' };
+    if (x.status >= 400 && x.status < 500) return { result: null, verdict: 'healthy' };
+    if (x.status !== 200) return { result: null, verdict: 'failure' };
     const body = parseObject(x.body);
-    if (typeof body?.redeemed !== 'boolean') return { result: null, healthy: false };
+    if (typeof body?.redeemed !== 'boolean') return { result: null, verdict: 'failure' };
     const playerId = typeof body.player_id === 'string' ? body.player_id : null;
-    return { result: body.redeemed ? { redeemed: true, playerId } : { redeemed: false }, healthy: true };
+    return {
+      result: body.redeemed ? { redeemed: true, playerId } : { redeemed: false },
+      verdict: 'healthy',
+    };
   }
 
   const describe = (x: Exchange | null) =>
@@ -341,8 +354,9 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
 
   return {
     name: 'http',
-    async activate({ code, playerId }) {
+    async activate({ code, playerId, customerId }) {
       const { result, exchange: x } = await call(
+        customerId === undefined ? 'unknown' : `customer:${customerId}`,
         '/v1/activate',
         { code, player_id: playerId },
         judgeActivation,
@@ -358,7 +372,7 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
       return result;
     },
     async status({ code }) {
-      const { result, exchange: x } = await call('/v1/status', { code }, judgeStatus, null);
+      const { result, exchange: x } = await call('status-checks', '/v1/status', { code }, judgeStatus, null);
       if (result === null)
         logger?.warn({ last4: code.slice(-4), ...describe(x) }, 'upstream status check failed');
       return result;

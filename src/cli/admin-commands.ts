@@ -81,6 +81,23 @@ const list = (v: string) =>
 
 const MODE = { mode: { type: 'string' } } as const;
 
+/** `path?name=value…` from the given options that were set (the API validates them). */
+function withQuery(path: string, p: Parsed, names: Record<string, string>): string {
+  const query = new URLSearchParams();
+  for (const [option, param] of Object.entries(names)) {
+    const v = str(p, option);
+    if (v !== undefined) query.set(param, v);
+  }
+  const q = query.toString();
+  return q ? `${path}?${q}` : path;
+}
+
+/** The lines of a page of a list, and how to ask for the next one. */
+const printPage = (a: Json) => [
+  ...formatGeneric(Object.fromEntries(Object.entries(a).filter(([k]) => k !== 'next_cursor'))),
+  ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : []),
+];
+
 /**
  * Codes per stock import request: the API takes at most 10,000 in one call, so a larger file goes
  * in several. Sending the same file again is safe: codes already in stock count as duplicates.
@@ -240,14 +257,90 @@ export const COMMANDS: Command[] = [
   {
     name: 'wallet ledger',
     args: ['ID'],
-    synopsis: '--mode test|live',
-    summary: 'wallet ledger entries of one mode, newest first',
-    options: { ...MODE },
+    synopsis: '--mode test|live [--limit N] [--cursor C]',
+    summary: 'wallet ledger entries of one mode, newest first (500 at most, or --limit; --cursor pages on)',
+    options: { ...MODE, limit: { type: 'string' }, cursor: { type: 'string' } },
+    request: async (p) => {
+      required(p, 'mode');
+      return {
+        method: 'GET',
+        path: withQuery(`${customerPath(p)}/ledger`, p, { mode: 'mode', limit: 'limit', cursor: 'cursor' }),
+      };
+    },
+    print: (a) => [...formatLedger(a), ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : [])],
+  },
+  {
+    name: 'customers list',
+    args: [],
+    synopsis: '[--search TEXT] [--limit N] [--cursor C]',
+    summary: 'customers whose name contains TEXT (or whose id is TEXT), newest first',
+    options: { search: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } },
     request: async (p) => ({
       method: 'GET',
-      path: `${customerPath(p)}/ledger?mode=${encodeURIComponent(required(p, 'mode'))}`,
+      path: withQuery('/admin/v1/customers', p, { search: 'q', limit: 'limit', cursor: 'cursor' }),
     }),
-    print: formatLedger,
+    print: printPage,
+  },
+  {
+    name: 'jobs list',
+    args: [],
+    synopsis: '[--customer ID] [--mode M] [--status S] [--from ISO] [--to ISO] [--limit N] [--cursor C]',
+    summary: 'jobs (sync and async), newest first, with their outcome counts and billing',
+    options: {
+      ...MODE,
+      customer: { type: 'string' },
+      status: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+    },
+    request: async (p) => ({
+      method: 'GET',
+      path: withQuery('/admin/v1/jobs', p, {
+        customer: 'customer_id',
+        mode: 'mode',
+        status: 'status',
+        from: 'from',
+        to: 'to',
+        limit: 'limit',
+        cursor: 'cursor',
+      }),
+    }),
+    print: printPage,
+  },
+  {
+    name: 'usage show',
+    args: [],
+    synopsis: '[--customer ID] [--mode M] [--granularity hour|day] [--from ISO] [--to ISO]',
+    summary: 'code outcomes, billed and refunded per hour (last 24 h) or day (last 30 days)',
+    options: {
+      ...MODE,
+      customer: { type: 'string' },
+      granularity: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+    },
+    request: async (p) => ({
+      method: 'GET',
+      path: withQuery('/admin/v1/usage', p, {
+        customer: 'customer_id',
+        mode: 'mode',
+        granularity: 'granularity',
+        from: 'from',
+        to: 'to',
+      }),
+    }),
+    print: (a) => {
+      const buckets = (a.buckets ?? []) as Json[];
+      const keys = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed', 'billed', 'refunded'];
+      return [
+        `usage per ${a.granularity} from ${a.from} to ${a.to}${a.customer_id ? ` for customer ${a.customer_id}` : ''}:`,
+        `  ${['start', ...keys].join('  ')}`,
+        ...buckets.map((b) => `  ${[b.start, ...keys.map((k) => b[k])].join('  ')}`),
+        `  total  ${keys.map((k) => `${k} ${(a.totals as Json)[k]}`).join('  ')}`,
+      ];
+    },
   },
   {
     name: 'stock import',

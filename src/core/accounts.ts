@@ -74,42 +74,76 @@ export async function setSubscription(q: Queryable, customerId: number, sub: Sub
   );
 }
 
-/** Loads the account state; with `lock`, locks the account row so billing decisions serialise. */
+interface AccountRow {
+  disabled: boolean;
+  subRequired: boolean;
+  subExpiresAt: Date | null;
+  label: string | null;
+  dailyLimit: number | null;
+  perRequestMicros: number | null;
+  overage: boolean | null;
+  active: boolean | null;
+  balanceMicros: number;
+  heldMicros: number;
+  usedToday: number;
+  overageToday: number;
+}
+
+/** The columns of AccountRow, from customers c and the joins below (mode and day as given). */
+const ACCOUNT_COLUMNS = `c.disabled_at is not null as disabled,
+            c.subscription_required as "subRequired", c.subscription_expires_at as "subExpiresAt",
+            p.label, p.daily_limit as "dailyLimit", p.per_request_micros as "perRequestMicros",
+            p.overage, p.active,
+            coalesce(a.balance_micros, 0)::int8 as "balanceMicros", coalesce(a.held_micros, 0)::int8 as "heldMicros",
+            coalesce(u.used, 0) as "usedToday", coalesce(u.overage, 0) as "overageToday"`;
+
+const accountJoins = (mode: string, day: string) => `left join plans p on p.customer_id = c.id
+       left join accounts a on a.customer_id = c.id and a.mode = ${mode}
+       left join daily_usage u on u.customer_id = c.id and u.mode = ${mode} and u.day = ${day}`;
+
+const LOAD_ACCOUNT_SQL = `select ${ACCOUNT_COLUMNS}
+       from customers c
+       ${accountJoins('$2', '$3')}
+      where c.id = $1`;
+
+/** Loads the account state of one customer in one mode, as of `day`. */
 export async function loadAccountState(
   q: Queryable,
   customerId: number,
   mode: Mode,
   day: string,
 ): Promise<AccountState | null> {
-  const r = await q.query<{
-    disabled: boolean;
-    subRequired: boolean;
-    subExpiresAt: Date | null;
-    label: string | null;
-    dailyLimit: number | null;
-    perRequestMicros: number | null;
-    overage: boolean | null;
-    active: boolean | null;
-    balanceMicros: number;
-    heldMicros: number;
-    usedToday: number;
-    overageToday: number;
-  }>(
-    `select c.disabled_at is not null as disabled,
-            c.subscription_required as "subRequired", c.subscription_expires_at as "subExpiresAt",
-            p.label, p.daily_limit as "dailyLimit", p.per_request_micros as "perRequestMicros",
-            p.overage, p.active,
-            coalesce(a.balance_micros, 0)::int8 as "balanceMicros", coalesce(a.held_micros, 0)::int8 as "heldMicros",
-            coalesce(u.used, 0) as "usedToday", coalesce(u.overage, 0) as "overageToday"
-       from customers c
-       left join plans p on p.customer_id = c.id
-       left join accounts a on a.customer_id = c.id and a.mode = $2
-       left join daily_usage u on u.customer_id = c.id and u.mode = $2 and u.day = $3
-      where c.id = $1`,
-    [customerId, mode, day],
+  const r = await q.query<AccountRow>(LOAD_ACCOUNT_SQL, [customerId, mode, day], 'account_state');
+  const row = r.rows[0];
+  return row ? accountStateFrom(customerId, row) : null;
+}
+
+const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", ${ACCOUNT_COLUMNS}
+       from api_keys k
+       join customers c on c.id = k.customer_id
+       ${accountJoins('k.mode', '$2')}
+      where k.id = $1`;
+
+/**
+ * The account of a key's customer in the key's mode, with what can change about the key
+ * (revocation) and its customer (disabled): GET /v1/me in one statement, so a cached key is
+ * checked again by the statement that answers the request.
+ */
+export async function loadKeyAccountState(
+  q: Queryable,
+  key: { id: string; customerId: number },
+  day: string,
+): Promise<{ revokedAt: Date | null; state: AccountState } | null> {
+  const r = await q.query<AccountRow & { revokedAt: Date | null }>(
+    LOAD_KEY_ACCOUNT_SQL,
+    [key.id, day],
+    'key_account_state',
   );
   const row = r.rows[0];
-  if (!row) return null;
+  return row ? { revokedAt: row.revokedAt, state: accountStateFrom(key.customerId, row) } : null;
+}
+
+function accountStateFrom(customerId: number, row: AccountRow): AccountState {
   return {
     customerId,
     disabled: row.disabled,

@@ -22,11 +22,16 @@ export interface Hold {
 
 /** Locks the account row of a customer and mode until the transaction ends. */
 export async function lockAccount(tx: Queryable, customerId: number, mode: Mode): Promise<void> {
+  const lock = () =>
+    tx.query(
+      'select 1 from accounts where customer_id = $1 and mode = $2 for update',
+      [customerId, mode],
+      'account_lock',
+    );
+  // The row exists after the first top-up or redeem: made only when missing, not on every call.
+  if ((await lock()).rows.length > 0) return;
   await ensureAccount(tx, customerId, mode);
-  await tx.query('select 1 from accounts where customer_id = $1 and mode = $2 for update', [
-    customerId,
-    mode,
-  ]);
+  await lock();
 }
 
 /**
@@ -78,11 +83,14 @@ export async function applyHold(tx: Queryable, customerId: number, mode: Mode, h
      on conflict (customer_id, mode, day) do update
        set used = daily_usage.used + excluded.used, overage = daily_usage.overage + excluded.overage`,
     [customerId, mode, hold.day, requests, hold.wallet],
+    'usage_hold',
   );
-  if (hold.wallet > 0) {
+  // A free plan's wallet requests hold nothing: no write that changes nothing.
+  if (hold.wallet > 0 && hold.rateMicros > 0) {
     await tx.query(
       'update accounts set held_micros = held_micros + $3 where customer_id = $1 and mode = $2',
       [customerId, mode, hold.wallet * hold.rateMicros],
+      'wallet_hold',
     );
   }
 }
@@ -103,32 +111,49 @@ async function lockJobHold(tx: Queryable, jobId: string): Promise<JobHoldRow> {
             hold_wallet - captured_wallet - released_wallet as "openWallet"
        from jobs where id = $1 for update`,
     [jobId],
+    'job_hold_lock',
   );
   const row = r.rows[0];
   if (!row) throw new Error(`job ${jobId} not found`);
   return row;
 }
 
-/** Bills one held request of a job: from the include while any is open, else from the wallet. */
-export async function captureOne(tx: Queryable, jobId: string, clock: Clock): Promise<void> {
+/**
+ * Bills one held request of a job: from the include while any is open, else from the wallet.
+ * Returns the micro-dollars taken from the wallet (0 for an included request).
+ */
+export async function captureOne(tx: Queryable, jobId: string, clock: Clock): Promise<number> {
   const job = await lockJobHold(tx, jobId);
   if (job.openIncluded > 0) {
-    await tx.query('update jobs set captured_included = captured_included + 1 where id = $1', [jobId]);
-    return;
+    await tx.query(
+      'update jobs set captured_included = captured_included + 1 where id = $1',
+      [jobId],
+      'capture_included',
+    );
+    return 0;
   }
   if (job.openWallet <= 0) throw new Error(`job ${jobId} has no open hold to capture`);
-  await tx.query('update jobs set captured_wallet = captured_wallet + 1 where id = $1', [jobId]);
+  await tx.query(
+    'update jobs set captured_wallet = captured_wallet + 1 where id = $1',
+    [jobId],
+    'capture_wallet',
+  );
+  // A $0 request moves no money: no balance update, no ledger row of 0.
+  if (job.rateMicros === 0) return 0;
   // The ledger entry and the balance move together; the hold is let go in the same step.
   const r = await tx.query<{ balance: number }>(
     `update accounts set balance_micros = balance_micros - $3, held_micros = held_micros - $3
       where customer_id = $1 and mode = $2 returning balance_micros as balance`,
     [job.customerId, job.mode, job.rateMicros],
+    'wallet_charge',
   );
   await tx.query(
     `insert into wallet_ledger (customer_id, mode, amount_micros, balance_after_micros, kind, note, reference, created_at)
      values ($1, $2, $3, $4, 'charge', 'redeem request', $5, $6)`,
     [job.customerId, job.mode, -job.rateMicros, r.rows[0]!.balance, jobId, clock.now()],
+    'ledger_charge',
   );
+  return job.rateMicros;
 }
 
 /** Refunds one held request of a job: a wallet one while any is open, else an included one. */
@@ -144,16 +169,19 @@ export async function releaseOne(tx: Queryable, jobId: string): Promise<void> {
       ? 'update jobs set released_wallet = released_wallet + 1 where id = $1'
       : 'update jobs set released_included = released_included + 1 where id = $1',
     [jobId],
+    fromWallet ? 'release_wallet' : 'release_included',
   );
   await tx.query(
     `update daily_usage set used = used - 1, overage = overage - $4
       where customer_id = $1 and mode = $2 and day = $3`,
     [job.customerId, job.mode, job.day, fromWallet ? 1 : 0],
+    'usage_release',
   );
-  if (fromWallet) {
+  if (fromWallet && job.rateMicros > 0) {
     await tx.query(
       'update accounts set held_micros = held_micros - $3 where customer_id = $1 and mode = $2',
       [job.customerId, job.mode, job.rateMicros],
+      'wallet_release',
     );
   }
 }

@@ -50,16 +50,24 @@ returning accepted, hits_ms as "hitsMs"`;
  */
 export async function takeBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
   const nowMs = now.getTime();
-  const r = await q.query<{ accepted: boolean; hitsMs: Array<number | string> }>(TAKE_SQL, [
-    keyId,
-    nowMs,
-    BURST_WINDOW_MS,
-    BURST_LIMIT,
-  ]);
+  const r = await q.query<{ accepted: boolean; hitsMs: Array<number | string> }>(
+    TAKE_SQL,
+    [keyId, nowMs, BURST_WINDOW_MS, BURST_LIMIT],
+    'burst_take',
+  );
   const row = r.rows[0];
   if (!row) throw new Error('burst limit upsert returned no row');
   // pg returns bigint[] elements as strings, PGlite as numbers.
   return burstSlotFrom(row.accepted, row.hitsMs.map(Number), nowMs);
+}
+
+/** The key's window at `now` without taking a slot (for the headers of a refused request). */
+export async function peekBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
+  const r = await q.query<{ hitsMs: Array<number | string> }>(
+    `select hits_ms as "hitsMs" from burst_windows where key_id = $1`,
+    [keyId],
+  );
+  return burstSlotFrom(true, (r.rows[0]?.hitsMs ?? []).map(Number), now.getTime());
 }
 
 /** The answer for a verdict and the key's counted times after it (this request's included). */

@@ -1,5 +1,6 @@
 // What callers see of an async job: GET /v1/jobs/{id}, its redeem result, its error body, and
-// the `data` of its webhook events. All are built from the job's rows when asked.
+// the `data` of its webhook events. All are built from the job's rows when asked, and every code
+// in them goes through codeResults (jobs.ts), where stock codes are masked (contract 12.1).
 import type { Queryable } from '../db/database.ts';
 import { isoUtc } from './clock.ts';
 import { buildResult, codeResults, type JobCodeRow, type JobRow, loadJob, loadJobCodes } from './jobs.ts';
@@ -21,7 +22,7 @@ export function jobErrorBody(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
     request_id: job.requestId,
     job_id: job.id,
   };
-  if (errorCode === 'job_interrupted') body.codes = codeResults(rows, codeKey);
+  if (errorCode === 'job_interrupted') body.codes = codeResults(job, rows, codeKey);
   return body;
 }
 

@@ -1,13 +1,18 @@
 // The async job worker: claims queued jobs from the database (FOR UPDATE SKIP LOCKED, so several
-// processes never run one job twice), runs them under a lease, and never crashes the process.
+// processes never run one job twice), fairly across customers (contract 12.5), runs them under a
+// lease, and never crashes the process. Its loop is the shared background loop.
+import { isConnectionError } from '../db/database.ts';
+import { startBackgroundLoop } from './background-loop.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { settleStoppedJob } from './recovery.ts';
 import type { RedeemDeps } from './redeem.ts';
-import { executeJob, finishAsyncJob } from './redeem-run.ts';
+import { type ExecuteOptions, executeJob, finishAsyncJob } from './redeem-run.ts';
 
 export interface JobWorkerOptions {
-  /** Jobs run at once by this process (default 4); each runs up to 5 codes at once. */
+  /** Jobs run at once by this process (JOB_CONCURRENCY, default 4). */
   concurrency?: number;
+  /** Codes of one job sent at once (CODE_CONCURRENCY, default 5). */
+  codeConcurrency?: number;
   /** Pause between polls when no job is queued (default 250 ms). */
   pollMs?: number;
   /** Called when a job has ended and its webhook event may be waiting (wakes the webhook worker). */
@@ -17,90 +22,171 @@ export interface JobWorkerOptions {
 export interface JobWorker {
   /** Looks for work now (called after a job is queued by this process). */
   wake(): void;
-  /** Stops claiming; waits up to `graceMs` for running jobs (the rest are recovered later). */
-  stop(graceMs?: number): Promise<void>;
+  /**
+   * Stops claiming; waits up to `graceMs` (default 10000) for running jobs to finish their codes.
+   * Resolves how many were still running when the grace ended (recovery settles those).
+   */
+  stop(graceMs?: number): Promise<number>;
+  /** Jobs running in this process now. */
+  running(): number;
 }
 
-/** Claims the oldest queued job for this process, or returns null. */
+/**
+ * Claims one queued job for this process, or returns null. Fair across customers: live jobs
+ * before test jobs, then the customer with the fewest jobs running (across every process), then
+ * the oldest. So a customer with thousands of queued jobs takes turns with one that has a single
+ * job, and test traffic never delays live traffic.
+ *
+ * Only each customer's oldest queued job (per mode) is a candidate, found by a skip scan over
+ * jobs_queued_by_customer (one index probe per waiting customer), so a claim costs the same with
+ * a backlog of ten jobs or of a hundred thousand. A candidate another process is claiming right
+ * now (locked) is skipped for this round.
+ */
 export async function claimJob(deps: RedeemDeps): Promise<string | null> {
   const now = deps.clock.now();
   const r = await deps.db.query<{ id: string }>(
-    `update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
-      where id = (select id from jobs where status = 'queued' order by created_at, id limit 1 for update skip locked)
+    `with recursive waiting (mode, customer_id) as (
+       (select mode, customer_id from jobs where status = 'queued' order by mode, customer_id limit 1)
+       union all
+       select next.mode, next.customer_id
+         from waiting w,
+              lateral (select mode, customer_id from jobs
+                        where status = 'queued' and (mode, customer_id) > (w.mode, w.customer_id)
+                        order by mode, customer_id limit 1) next
+     ),
+     candidates as (
+       select oldest.id, oldest.created_at, w.mode, w.customer_id
+         from waiting w,
+              lateral (select id, created_at from jobs
+                        where status = 'queued' and mode = w.mode and customer_id = w.customer_id
+                        order by created_at, id limit 1) oldest
+     ),
+     ranked as (
+       select c.id, row_number() over (
+                order by (c.mode = 'test'),
+                         (select count(*) from jobs b where b.customer_id = c.customer_id and b.status = 'running'),
+                         c.created_at, c.id) as turn
+         from candidates c
+     )
+     update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
+      where id = (
+        select j.id from jobs j join ranked on ranked.id = j.id
+         where j.status = 'queued'
+         order by ranked.turn
+         limit 1
+         for update of j skip locked)
+        and status = 'queued'
       returning id`,
     [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now],
   );
   return r.rows[0]?.id ?? null;
 }
 
-/** Runs one claimed job to its end: completed, or failed with every hold released. */
-export async function runJob(deps: RedeemDeps, jobId: string): Promise<void> {
+/**
+ * Runs one claimed job to its end: completed, or failed with every hold released. A job whose
+ * database went away for longer than its lease is left running: recovery settles it as after a
+ * crash once the lease has run out (nothing it recorded is lost, nothing is billed twice).
+ */
+export async function runJob(deps: RedeemDeps, jobId: string, opts: ExecuteOptions = {}): Promise<void> {
   try {
-    await executeJob(deps, jobId);
-    await finishAsyncJob(deps, jobId);
+    // A run that lost the database stops starting codes; once it is back the rest are sent
+    // (only codes still pending: the run is safe to repeat), while the lease is surely ours.
+    await retryOnConnectionError(() => executeJob(deps, jobId, opts), LEASE_MS / 3);
+    await retryOnConnectionError(() => finishAsyncJob(deps, jobId), LEASE_MS / 3);
   } catch (err) {
+    if (isConnectionError(err)) {
+      deps.logger.warn(
+        { err, jobId },
+        'database unavailable during a job; recovery settles it after its lease',
+      );
+      return;
+    }
     deps.logger.error({ err, jobId }, 'job crashed; marking it failed');
     await settleStoppedJob(deps, jobId, 'failed');
   }
 }
 
-export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): JobWorker {
-  const concurrency = opts.concurrency ?? 4;
-  const pollMs = opts.pollMs ?? 250;
-  const running = new Set<Promise<void>>();
-  let stopped = false;
-  let polling = false;
-  let timer: NodeJS.Timeout | undefined;
-  let failures = 0;
-
-  const schedule = (ms: number) => {
-    if (stopped) return;
-    clearTimeout(timer);
-    timer = setTimeout(poll, ms);
-  };
-
-  async function poll() {
-    if (stopped || polling) return;
-    polling = true;
+/** Retries `fn` on connection errors for up to `forMs`; finishing a job is safe to repeat. */
+async function retryOnConnectionError<T>(fn: () => Promise<T>, forMs: number): Promise<T> {
+  const deadline = Date.now() + forMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
     try {
-      while (!stopped && running.size < concurrency) {
-        const jobId = await claimJob(deps);
-        if (!jobId) break;
-        const run = runJob(deps, jobId)
-          .then(() => opts.onJobEnded?.())
-          .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
-          .finally(() => {
-            running.delete(run);
-            schedule(0);
-          });
-        running.add(run);
-      }
-      failures = 0;
-      schedule(pollMs);
+      return await fn();
     } catch (err) {
-      // Database away or similar: back off and go on.
-      failures += 1;
-      deps.logger.error({ err }, 'job worker poll failed');
-      schedule(Math.min(30_000, pollMs * 2 ** failures));
-    } finally {
-      polling = false;
+      if (!isConnectionError(err) || Date.now() + delay > deadline) throw err;
+      await new Promise((r) => setTimeout(r, delay));
     }
   }
+}
 
-  schedule(0);
+/**
+ * Async jobs this process holds the lease of but does not run: a claim whose answer was lost
+ * with its connection (the update committed, the reply never came).
+ */
+async function ownUnrunJobs(deps: RedeemDeps, runningIds: ReadonlySet<string>): Promise<string[]> {
+  const r = await deps.db.query<{ id: string }>(
+    `select id from jobs where status = 'running' and is_async and lease_owner = $1`,
+    [INSTANCE_ID],
+  );
+  return r.rows.map((row) => row.id).filter((id) => !runningIds.has(id));
+}
+
+export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): JobWorker {
+  const config = (deps as RedeemDeps & { config?: { JOB_CONCURRENCY?: number; CODE_CONCURRENCY?: number } })
+    .config;
+  const concurrency = opts.concurrency ?? config?.JOB_CONCURRENCY ?? 4;
+  const running = new Map<string, Promise<void>>();
+  const execute: ExecuteOptions = opts.codeConcurrency ? { codeConcurrency: opts.codeConcurrency } : {};
+  let claimLost = false;
+
+  const start = (jobId: string) => {
+    const run = runJob(deps, jobId, execute)
+      .then(() => opts.onJobEnded?.())
+      .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
+      .finally(() => {
+        running.delete(jobId);
+        loop.wake();
+      });
+    running.set(jobId, run);
+  };
+
+  const loop = startBackgroundLoop({
+    name: 'job worker',
+    intervalMs: opts.pollMs ?? 250,
+    logger: deps.logger,
+    async pass(signal) {
+      if (claimLost) {
+        for (const jobId of await ownUnrunJobs(deps, new Set(running.keys()))) start(jobId);
+        claimLost = false;
+      }
+      while (!signal.aborted && running.size < concurrency) {
+        let jobId: string | null;
+        try {
+          jobId = await claimJob(deps);
+        } catch (err) {
+          claimLost ||= isConnectionError(err);
+          throw err;
+        }
+        if (!jobId) return;
+        start(jobId);
+      }
+    },
+  });
+
   return {
-    wake: () => schedule(0),
+    wake: () => loop.wake(),
+    running: () => running.size,
     async stop(graceMs = 10_000) {
-      stopped = true;
-      clearTimeout(timer);
+      await loop.stop();
       let grace: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.allSettled([...running]),
+        Promise.allSettled([...running.values()]),
         new Promise((r) => {
           grace = setTimeout(r, graceMs);
         }),
       ]);
       clearTimeout(grace);
+      return running.size;
     },
   };
 }

@@ -5,7 +5,7 @@
 import type { ActivationStatus } from '../activators/activator.ts';
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from './accounts.ts';
-import { decryptCode } from './code-crypto.ts';
+import { decryptCode, maskCode, storedCodeLength } from './code-crypto.ts';
 
 export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
 export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'interrupted';
@@ -34,7 +34,9 @@ export interface JobRow {
 export interface JobCodeRow {
   position: number;
   codeHash: string;
-  codeEncrypted: string;
+  /** Null once retention dropped it (core/retention.ts); then codeLength says how long the code was. */
+  codeEncrypted: string | null;
+  codeLength: number | null;
   last4: string;
   stockId: number | null;
   category: string | null;
@@ -56,12 +58,13 @@ const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "
   lease_expires_at as "leaseExpiresAt", created_at as "createdAt", started_at as "startedAt",
   finished_at as "finishedAt", error, request_id as "requestId"`;
 
-const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted", last4,
+const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted",
+  code_length as "codeLength", last4,
   stock_id as "stockId", category, uc, state, status, error_code as "errorCode", disposition, billed, reused,
   started_at as "startedAt", finished_at as "finishedAt", settlement`;
 
 export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | null> {
-  const r = await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId]);
+  const r = await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId], 'job_by_id');
   return r.rows[0] ?? null;
 }
 
@@ -69,6 +72,7 @@ export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCode
   const r = await q.query<JobCodeRow>(
     `select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`,
     [jobId],
+    'job_codes_by_job',
   );
   return r.rows;
 }
@@ -118,11 +122,38 @@ export interface CodeResult {
   billed: boolean;
 }
 
-export function codeResults(rows: JobCodeRow[], codeKey: Buffer): CodeResult[] {
+/**
+ * How an answer shows a code: the one home of the rule for every answer built from a job (sync
+ * results, replays, GET /v1/jobs/{id}, webhook payloads). A stock code is masked (contract 12.1):
+ * the merchant holds it already, and a request that returns it to stock must reveal nothing
+ * usable, so it is never decrypted here. A caller code is echoed as sent, until retention dropped
+ * its ciphertext (12.2); from then on it is masked too.
+ */
+function shownCode(
+  job: Pick<JobRow, 'customerId' | 'mode' | 'source'>,
+  r: JobCodeRow,
+  codeKey: Buffer,
+): string {
+  if (r.codeEncrypted === null) return maskCode(r.last4, r.codeLength ?? r.last4.length);
+  if (job.source === 'stock' || r.stockId !== null)
+    return maskCode(r.last4, storedCodeLength(r.codeEncrypted));
+  return decryptCode(codeKey, r.codeEncrypted, {
+    table: 'job_codes',
+    customerId: job.customerId,
+    mode: job.mode,
+    codeHash: r.codeHash,
+  });
+}
+
+export function codeResults(
+  job: Pick<JobRow, 'customerId' | 'mode' | 'source'>,
+  rows: JobCodeRow[],
+  codeKey: Buffer,
+): CodeResult[] {
   return rows
     .filter((r) => r.state === 'done')
     .map((r) => ({
-      code: decryptCode(codeKey, r.codeEncrypted),
+      code: shownCode(job, r, codeKey),
       category: r.category,
       uc: r.uc,
       status: r.status!,
@@ -134,7 +165,7 @@ export function codeResults(rows: JobCodeRow[], codeKey: Buffer): CodeResult[] {
 
 /** The redeem result of contract section 3 (the caller adds request_id, and job_id for jobs). */
 export function buildResult(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
-  const codes = codeResults(rows, codeKey);
+  const codes = codeResults(job, rows, codeKey);
   const summary = { activated: 0, code_used: 0, invalid_code: 0, bad_player: 0, failed: 0 };
   let ucDelivered = 0;
   let billed = 0;

@@ -67,13 +67,18 @@ export async function revokeKey(q: Queryable, keyId: string, clock: Clock): Prom
 }
 
 export async function findKeyByToken(q: Queryable, token: string): Promise<KeyRecord | null> {
+  return findKeyByDigest(q, sha256Hex(token));
+}
+
+export async function findKeyByDigest(q: Queryable, digest: string): Promise<KeyRecord | null> {
   const r = await q.query<KeyRecord>(
     `select k.id, k.customer_id as "customerId", k.mode, k.key_prefix as "keyPrefix", k.scopes,
             k.allowed_ips as "allowedIps", k.expires_at as "expiresAt", k.revoked_at as "revokedAt", k.label,
             c.disabled_at is not null as "customerDisabled"
        from api_keys k join customers c on c.id = k.customer_id
       where k.key_sha256 = $1`,
-    [sha256Hex(token)],
+    [digest],
+    'key_by_digest',
   );
   return r.rows[0] ?? null;
 }

@@ -66,18 +66,18 @@ export const quarantinedView = (c: QuarantinedCode) => ({
  * quarantined and unsettled: settling twice never bills twice.
  */
 export async function settleQuarantined(
-  deps: Pick<RedeemDeps, 'db' | 'clock'>,
+  deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
   ref: { jobId: string; position: number },
   settlement: Settlement,
   by: 'check' | 'operator',
 ): Promise<boolean> {
   const { clock } = deps;
-  return deps.db.transaction(async (tx) => {
+  const settled = await deps.db.transaction(async (tx) => {
     const job = await tx.query<{ customerId: number; mode: Mode }>(
       'select customer_id as "customerId", mode from jobs where id = $1',
       [ref.jobId],
     );
-    if (!job.rows[0]) return false;
+    if (!job.rows[0]) return null;
     const { customerId, mode } = job.rows[0];
     // The account row first, as every billing path does, then the code's row.
     await lockAccount(tx, customerId, mode);
@@ -87,26 +87,29 @@ export async function settleQuarantined(
         for update`,
       [ref.jobId, ref.position],
     );
-    if (!row.rows[0]) return false;
+    if (!row.rows[0]) return null;
     const stockId = row.rows[0].stockId;
     if (stockId !== null)
       await setStockState(tx, [stockId], settlement === 'used' ? 'deleted' : 'available', clock);
-    if (settlement === 'used') await billSettledRequest(tx, ref.jobId, clock.now());
+    const walletMicros = settlement === 'used' ? await billSettledRequest(tx, ref.jobId, clock.now()) : 0;
     await tx.query(
       `update job_codes set settlement = $3, settled_at = $4, settled_by = $5 where job_id = $1 and position = $2`,
       [ref.jobId, ref.position, settlement, clock.now(), by],
     );
-    return true;
+    return { mode, settlement, by, walletMicros };
   });
+  // Counted after the commit: a rolled-back settlement counts nothing.
+  if (settled) deps.metrics?.quarantineSettled(settled);
+  return settled !== null;
 }
 
 /**
  * Bills one request for a code found used after all, on the day its job was held: from that
  * day's include while any is left under the current plan, else from the wallet at the job's rate.
  * The outcome happened, so it is billed even when the wallet cannot pay (the balance may go
- * below zero; the ledger still sums to it).
+ * below zero; the ledger still sums to it). Returns the micro-dollars taken from the wallet.
  */
-async function billSettledRequest(tx: Queryable, jobId: string, now: Date): Promise<void> {
+async function billSettledRequest(tx: Queryable, jobId: string, now: Date): Promise<number> {
   const r = await tx.query<{
     customerId: number;
     mode: Mode;
@@ -134,7 +137,7 @@ async function billSettledRequest(tx: Queryable, jobId: string, now: Date): Prom
        set used = daily_usage.used + 1, overage = daily_usage.overage + excluded.overage`,
     [j.customerId, j.mode, j.day, included ? 0 : 1],
   );
-  if (included || j.rateMicros === 0) return;
+  if (included || j.rateMicros === 0) return 0;
   const b = await tx.query<{ balance: number }>(
     `update accounts set balance_micros = balance_micros - $3 where customer_id = $1 and mode = $2
      returning balance_micros as balance`,
@@ -145,6 +148,7 @@ async function billSettledRequest(tx: Queryable, jobId: string, now: Date): Prom
      values ($1, $2, $3, $4, 'charge', 'quarantined code settled as used (code_used)', $5, $6)`,
     [j.customerId, j.mode, -j.rateMicros, b.rows[0]!.balance, jobId, now],
   );
+  return j.rateMicros;
 }
 
 export interface CheckSummary {
@@ -167,7 +171,9 @@ export async function checkQuarantined(
   const claimed = await deps.db.query<{
     jobId: string;
     position: number;
+    customerId: number;
     mode: Mode;
+    codeHash: string;
     codeEncrypted: string;
     last4: string;
     attempts: number;
@@ -180,7 +186,8 @@ export async function checkQuarantined(
                  and ($4 or coalesce(next_check_at, finished_at + $5 * interval '1 millisecond') <= $1)
                order by finished_at limit $3
                for update skip locked)
-      returning c.job_id as "jobId", c.position, j.mode, c.code_encrypted as "codeEncrypted", c.last4,
+      returning c.job_id as "jobId", c.position, j.customer_id as "customerId", j.mode, c.code_hash as "codeHash",
+                c.code_encrypted as "codeEncrypted", c.last4,
                 c.check_attempts as attempts`,
     [
       now,
@@ -195,9 +202,15 @@ export async function checkQuarantined(
     summary.checked += 1;
     let answer: { redeemed: boolean } | null = null;
     try {
-      answer = await deps
-        .activatorFor(c.mode)
-        .status({ mode: c.mode, code: decryptCode(deps.codeKey, c.codeEncrypted) });
+      answer = await deps.activatorFor(c.mode).status({
+        mode: c.mode,
+        code: decryptCode(deps.codeKey, c.codeEncrypted, {
+          table: 'job_codes',
+          customerId: c.customerId,
+          mode: c.mode,
+          codeHash: c.codeHash,
+        }),
+      });
     } catch (err) {
       deps.logger.warn({ err, jobId: c.jobId, last4: c.last4 }, 'status check failed');
     }

@@ -130,7 +130,7 @@ function parseCodes(value: unknown): string[] {
   const seen = new Set<string>();
   return value.map((raw, i) => {
     if (typeof raw !== 'string') throw new ApiError('bad_codes', `codes[${i}] must be a string`);
-    const code = raw.replace(/^ +| +$/g, '');
+    const code = trimSpaces(raw);
     if (!CODE_FORMAT.test(code)) {
       throw new ApiError('bad_codes', `codes[${i}] must be 4 to 64 characters of A-Z, a-z, 0-9 and -`);
     }
@@ -138,6 +138,18 @@ function parseCodes(value: unknown): string[] {
     seen.add(code);
     return code;
   });
+}
+
+/**
+ * Leading and trailing spaces removed by a scan from each end: `/^ +| +$/` was quadratic in a
+ * run of spaces inside a code (`"x" + 40,000 spaces + "x"` took 1.4 s; contract 12.6).
+ */
+function trimSpaces(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && text.charCodeAt(start) === 32) start++;
+  while (end > start && text.charCodeAt(end - 1) === 32) end--;
+  return text.slice(start, end);
 }
 
 /** Step 8. */

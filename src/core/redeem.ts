@@ -8,8 +8,10 @@
 
 import type { Logger } from 'pino';
 import type { Activator } from '../activators/activator.ts';
+import type { Config } from '../config.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
+import type { Metrics } from '../metrics/registry.ts';
 import type { Mode } from './accounts.ts';
 import { applyHold, decideHold, type Hold, loadLockedState } from './billing.ts';
 import { type Clock, utcDay } from './clock.ts';
@@ -28,6 +30,10 @@ export interface RedeemDeps {
   codeKey: Buffer;
   logger: Logger;
   activatorFor(mode: Mode): Activator;
+  /** Counts outcomes, billing and queue waits once recorded (absent: nothing is counted). */
+  metrics?: Metrics;
+  /** Worker sizes and the database deadline (absent: their defaults; the app passes its config). */
+  config?: Pick<Config, 'CODE_CONCURRENCY' | 'DATABASE_TIMEOUT_MS'>;
 }
 
 export interface Caller {
@@ -149,6 +155,7 @@ export async function startRedeem(
         req.async ? null : now,
         input.requestId,
       ],
+      'job_insert',
     );
     for (const r of reused) {
       await tx.query(
@@ -170,22 +177,25 @@ export async function startRedeem(
           r.billed,
           now,
         ],
+        'job_code_insert_reused',
       );
     }
     for (const c of todo) {
+      const hash = codeHash(codeKey, c.code);
       await tx.query(
         `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state)
          values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
         [
           jobId,
           c.position,
-          codeHash(codeKey, c.code),
-          encryptCode(codeKey, c.code),
+          hash,
+          encryptCode(codeKey, c.code, { table: 'job_codes', ...caller, codeHash: hash }),
           codeLast4(c.code),
           c.stockId,
           c.category,
           c.uc,
         ],
+        'job_code_insert',
       );
     }
     // An async request is answered with its 202 at once: from then on its key replays that 202.
@@ -207,6 +217,7 @@ async function readKey(tx: Queryable, caller: Caller, key: string, now: Date): P
             response_request_id as "responseRequestId"
        from idempotency_keys where customer_id = $1 and mode = $2 and key = $3 and expires_at > $4`,
     [caller.customerId, caller.mode, key, now],
+    'idempotency_read',
   );
   return r.rows[0] ?? null;
 }
@@ -241,6 +252,7 @@ async function takeKey(
       answered?.status ?? null,
       answered?.requestId ?? null,
     ],
+    'idempotency_take',
   );
 }
 
@@ -275,7 +287,11 @@ async function codesToAttempt(
     if (req.source === 'codes') {
       return pending.map((r) => ({
         position: r.position,
-        code: decryptCode(deps.codeKey, r.codeEncrypted),
+        code: decryptCode(deps.codeKey, r.codeEncrypted!, {
+          table: 'job_codes',
+          ...caller,
+          codeHash: r.codeHash,
+        }),
         stockId: null,
         category: null,
         uc: null,

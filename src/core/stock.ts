@@ -82,6 +82,14 @@ export async function importStock(
   const now = clock.now();
   for (let i = 0; i < fresh.length; i += IMPORT_BATCH) {
     const batch = fresh.slice(i, i + IMPORT_BATCH);
+    const hashes = batch.map((c) => codeHash(codeKey, c));
+    const bound = (j: number) =>
+      ({
+        table: 'stock_codes',
+        customerId: input.customerId,
+        mode: input.mode,
+        codeHash: hashes[j]!,
+      }) as const;
     const r = await q.query(
       `insert into stock_codes
          (customer_id, mode, category, uc, code_hash, code_encrypted, last4, state, created_at, updated_at)
@@ -94,8 +102,8 @@ export async function importStock(
         input.mode,
         input.category,
         uc,
-        batch.map((c) => codeHash(codeKey, c)),
-        batch.map((c) => encryptCode(codeKey, c)),
+        hashes,
+        batch.map((c, j) => encryptCode(codeKey, c, bound(j))),
         batch.map(codeLast4),
         now,
       ],
@@ -159,10 +167,25 @@ export async function availableCounts(
 
 interface LockedRow {
   id: number;
+  customerId: number;
+  mode: Mode;
   category: string;
   uc: number;
+  codeHash: string;
   codeEncrypted: string;
 }
+
+const LOCKED_COLUMNS = `id, customer_id as "customerId", mode, category, uc, code_hash as "codeHash",
+  code_encrypted as "codeEncrypted"`;
+
+/** A stock row's code, decrypted under its row's binding (code-crypto.ts). */
+const decryptStock = (codeKey: Buffer, r: LockedRow) =>
+  decryptCode(codeKey, r.codeEncrypted, {
+    table: 'stock_codes',
+    customerId: r.customerId,
+    mode: r.mode,
+    codeHash: r.codeHash,
+  });
 
 /** Locks up to `limit` of the oldest available codes of a category that no other transaction holds. */
 async function lockAvailable(
@@ -173,7 +196,7 @@ async function lockAvailable(
   limit: number,
 ): Promise<LockedRow[]> {
   const r = await tx.query<LockedRow>(
-    `select id, category, uc, code_encrypted as "codeEncrypted"
+    `select ${LOCKED_COLUMNS}
        from stock_codes
       where customer_id = $1 and mode = $2 and category = $3 and state = 'available'
       order by id
@@ -200,7 +223,7 @@ async function markReserved(
   }
   return rows.map((r) => ({
     stockId: r.id,
-    code: decryptCode(codeKey, r.codeEncrypted),
+    code: decryptStock(codeKey, r),
     category: r.category,
     uc: r.uc,
   }));
@@ -299,7 +322,7 @@ export async function stockCode(
   stockId: number,
 ): Promise<(ReservedCode & { state: StockState; reservedBy: string | null }) | null> {
   const r = await q.query<LockedRow & { state: StockState; reservedBy: string | null }>(
-    `select id, category, uc, code_encrypted as "codeEncrypted", state, reserved_by as "reservedBy"
+    `select ${LOCKED_COLUMNS}, state, reserved_by as "reservedBy"
        from stock_codes where id = $1`,
     [stockId],
   );
@@ -307,7 +330,7 @@ export async function stockCode(
   if (!row) return null;
   return {
     stockId: row.id,
-    code: decryptCode(codeKey, row.codeEncrypted),
+    code: decryptStock(codeKey, row),
     category: row.category,
     uc: row.uc,
     state: row.state,

@@ -3,15 +3,15 @@
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from './accounts.ts';
 import type { Clock } from './clock.ts';
-import { isoUtc } from './clock.ts';
 import { usdNumber } from './money.ts';
 
 /** Creates the account row of a customer and mode if missing (the billing lock lives there). */
 export async function ensureAccount(q: Queryable, customerId: number, mode: Mode): Promise<void> {
-  await q.query('insert into accounts (customer_id, mode) values ($1, $2) on conflict do nothing', [
-    customerId,
-    mode,
-  ]);
+  await q.query(
+    'insert into accounts (customer_id, mode) values ($1, $2) on conflict do nothing',
+    [customerId, mode],
+    'account_ensure',
+  );
 }
 
 /** Appends a ledger entry and moves the cached balance with it; returns the new balance. */
@@ -49,32 +49,6 @@ export async function appendLedger(
     ],
   );
   return balance;
-}
-
-export async function listLedger(q: Queryable, customerId: number, mode: Mode, limit = 500) {
-  const r = await q.query<{
-    id: number;
-    amountMicros: number;
-    balanceAfterMicros: number;
-    kind: string;
-    note: string;
-    reference: string | null;
-    createdAt: Date;
-  }>(
-    `select id, amount_micros as "amountMicros", balance_after_micros as "balanceAfterMicros", kind, note,
-            reference, created_at as "createdAt"
-       from wallet_ledger where customer_id = $1 and mode = $2 order by id desc limit $3`,
-    [customerId, mode, limit],
-  );
-  return r.rows.map((e) => ({
-    id: e.id,
-    kind: e.kind,
-    amount_usd: usdNumber(e.amountMicros),
-    balance_after_usd: usdNumber(e.balanceAfterMicros),
-    note: e.note,
-    reference: e.reference,
-    created_at: isoUtc(e.createdAt),
-  }));
 }
 
 export async function walletSummary(q: Queryable, customerId: number) {

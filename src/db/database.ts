@@ -3,6 +3,9 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
+import { isConnectionError } from './connection-errors.ts';
+
+export { isConnectionError };
 
 export interface QueryResult<T> {
   rows: T[];
@@ -10,23 +13,68 @@ export interface QueryResult<T> {
 }
 
 export interface Queryable {
-  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>>;
+  /**
+   * `name`: a hot-path statement, prepared once per connection on PostgreSQL and then only bound
+   * and run (no parse and plan per call). One name, one text; never name SQL built at run time.
+   */
+  query<T = Record<string, unknown>>(
+    sql: string,
+    params?: readonly unknown[],
+    name?: string,
+  ): Promise<QueryResult<T>>;
 }
 
 export interface Database extends Queryable {
   readonly kind: 'pglite' | 'postgres';
-  /** Runs `fn` in one transaction; commits on return, rolls back on throw. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** What this handle has sent so far: the hot path's cost is counted here (test/hot-path-cost). */
+  readonly counters: DatabaseCounters;
+  /**
+   * Runs `fn` in one transaction; commits on return, rolls back on throw. `unbounded`: without
+   * the statement deadlines (migrations, which may build an index or wait for another process).
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: { unbounded?: boolean }): Promise<T>;
   /** Runs parameterless, possibly multi-statement SQL (migrations). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
+  /** The connection pool now, for metrics. PGlite has one connection and tells only that. */
+  poolStats?(): PoolStats;
+}
+
+/**
+ * Work sent through one database handle since it opened. A round trip is one message exchange
+ * with the server (a statement, BEGIN, COMMIT); a commit is a statement run on its own or a
+ * transaction that committed (what PostgreSQL's pg_stat_database.xact_commit counts).
+ */
+export interface DatabaseCounters {
+  statements: number;
+  roundTrips: number;
+  commits: number;
+}
+
+function newCounters(): DatabaseCounters {
+  return { statements: 0, roundTrips: 0, commits: 0 };
+}
+
+/** The counters' values now, to subtract from a later copy. */
+export function countersNow(db: Pick<Database, 'counters'>): DatabaseCounters {
+  return { ...db.counters };
+}
+
+export interface PoolStats {
+  /** Most connections the pool opens. */
+  max: number;
+  /** Connections open now. */
+  total: number;
+  /** Open connections not in use (unknown for PGlite). */
+  idle?: number;
+  /** Queries waiting for a connection (unknown for PGlite). */
+  waiting?: number;
 }
 
 /** PostgreSQL error codes we branch on (named, never bare strings in the code). */
 export const PG_UNIQUE_VIOLATION = '23505';
 export const PG_SERIALIZATION_FAILURE = '40001';
 export const PG_DEADLOCK_DETECTED = '40P01';
-
 const INT8_OID = 20;
 
 /** int8 always becomes a JS number: money is integer micro-dollars, far below 2^53. */
@@ -41,19 +89,30 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
   const db = await PGlite.create(dataDir, {
     parsers: { [pgliteTypes.INT8]: parseInt8 },
   });
+  const counters = newCounters();
   // PGlite has a single connection; its own mutex serialises queries and transactions.
-  const wrap = (q: { query: PGlite['query'] }): Queryable => ({
+  const wrap = (q: { query: PGlite['query'] }, inTransaction: boolean): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = []) {
+      counters.statements++;
+      counters.roundTrips++;
       const r = await q.query<T>(sql, params as unknown[]);
+      if (!inTransaction) counters.commits++;
       return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
     },
   });
-  const base = wrap(db);
+  const base = wrap(db, false);
   return {
     kind: 'pglite',
+    counters,
     query: base.query,
-    transaction: (fn) => db.transaction((tx) => fn(wrap(tx))),
+    async transaction(fn) {
+      counters.roundTrips += 2; // BEGIN and COMMIT (or ROLLBACK)
+      const result = await db.transaction((tx) => fn(wrap(tx, true)));
+      counters.commits++;
+      return result;
+    },
     async exec(sql) {
+      counters.roundTrips++;
       // One bad statement must not leave the single connection inside a failed transaction.
       try {
         await db.exec(sql);
@@ -63,13 +122,54 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
       }
     },
     close: () => db.close(),
+    poolStats: () => ({ max: 1, total: 1 }),
   };
 }
 
-export async function openPostgres(url: string, options: { max?: number } = {}): Promise<Database> {
+export interface PostgresOptions {
+  /** Connections in the pool (DATABASE_POOL_MAX, default 10). */
+  max?: number;
+  /** Longest wait for a connection, new or from the pool (DATABASE_TIMEOUT_MS, default 5000). */
+  connectTimeoutMs?: number;
+  /** Server-side limit of one statement (DATABASE_STATEMENT_TIMEOUT_MS, default 5000; 0: none). */
+  statementTimeoutMs?: number;
+  /** Server-side limit of a transaction left idle (DATABASE_IDLE_TX_TIMEOUT_MS, default 10000; 0: none). */
+  idleInTransactionTimeoutMs?: number;
+  /** Told about connection errors that nothing else was waiting for (a killed idle connection). */
+  onConnectionError?: (err: Error) => void;
+}
+
+/** The message of a connection problem without the URL's password: for one-line start errors. */
+export function describeConnectionError(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown[] } | null;
+  // A refused connection to "localhost" is an AggregateError of one error per address.
+  const first = Array.isArray(e?.errors) && e.errors.length > 0 ? (e.errors[0] as typeof e) : e;
+  const code = typeof first?.code === 'string' ? first.code : undefined;
+  const message = typeof first?.message === 'string' ? first.message : String(err);
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
+  const idleTxMs = options.idleInTransactionTimeoutMs ?? 10_000;
+  const onConnectionError = options.onConnectionError ?? (() => undefined);
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
+    // Also bounds the wait for a free pooled connection: while the database is away a request
+    // fails within this instead of queueing forever.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...(statementTimeoutMs > 0
+      ? {
+          statement_timeout: statementTimeoutMs,
+          // A silent network (no reset, no answer) is noticed by the client a little after the
+          // server would have cancelled the statement.
+          query_timeout: statementTimeoutMs + 1000,
+        }
+      : {}),
+    ...(idleTxMs > 0 ? { idle_in_transaction_session_timeout: idleTxMs } : {}),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     types: {
       getTypeParser: ((oid: number, format?: string) =>
         oid === INT8_OID
@@ -77,40 +177,116 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
           : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   });
-  // An idle client that errors (server restart) must not crash the process.
-  pool.on('error', () => undefined);
-  await pool.query('select 1');
-  const query = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params: readonly unknown[] = []) => {
-    const r = await client.query(sql, params as unknown[]);
-    return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+  // An idle client that errors (server restart, pg_terminate_backend) must not crash the process;
+  // the pool drops it and opens a new one when needed.
+  pool.on('error', (err) => onConnectionError(hideClient(err)));
+  await pool.query('select 1').catch(async (err: unknown) => {
+    await pool.end().catch(() => undefined);
+    throw err;
+  });
+  const counters = newCounters();
+  const query = async <T>(
+    client: pg.Pool | pg.PoolClient,
+    sql: string,
+    params: readonly unknown[] = [],
+    unbounded = false,
+    name?: string,
+  ) => {
+    counters.statements++;
+    counters.roundTrips++;
+    try {
+      const r = await client.query({
+        text: sql,
+        values: params as unknown[],
+        ...(name ? { name } : {}),
+        // The longest timer Node keeps: in effect no client-side deadline.
+        ...(unbounded ? { query_timeout: 2_147_483_647 } : {}),
+      });
+      if (client === pool) counters.commits++;
+      return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+    } catch (err) {
+      throw hideClient(err);
+    }
   };
   return {
     kind: 'postgres',
-    query: (sql, params) => query(pool, sql, params),
-    async transaction(fn) {
-      const client = await pool.connect();
+    counters,
+    query: (sql, params, name) => query(pool, sql, params, false, name),
+    async transaction(fn, opts = {}) {
+      const unbounded = opts.unbounded === true;
+      const client = await pool.connect().catch((err: unknown) => {
+        throw hideClient(err);
+      });
+      // A held client whose connection dies emits 'error' with nobody listening: that event
+      // crashed the process. The statement in flight fails on its own; this only records that
+      // the connection is gone, so it is destroyed instead of going back to the pool.
+      let broken: Error | undefined;
+      const onError = (err: Error) => {
+        broken ??= err;
+        onConnectionError(err);
+      };
+      client.on('error', onError);
       try {
+        counters.roundTrips++;
         await client.query('BEGIN');
-        const result = await fn({ query: (sql, params) => query(client, sql, params) });
+        if (unbounded) {
+          counters.roundTrips++;
+          await client.query('set local statement_timeout = 0');
+        }
+        const result = await fn({
+          query: (sql, params, name) => query(client, sql, params, unbounded, name),
+        });
+        counters.roundTrips++;
         await client.query('COMMIT');
+        counters.commits++;
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        if (!broken && !isConnectionError(err)) {
+          counters.roundTrips++;
+          await client.query('ROLLBACK').catch(() => undefined);
+        } else broken ??= err as Error;
         throw err;
       } finally {
-        client.release();
+        client.removeListener('error', onError);
+        client.release(broken ?? false);
       }
     },
     async exec(sql) {
+      counters.roundTrips++;
       await pool.query(sql);
     },
     close: () => pool.end(),
+    poolStats: () => ({
+      max: pool.options.max ?? 10,
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
   };
 }
 
+/** The same database with transactions free of the statement deadlines (for migrations). */
+export function withoutDeadlines(db: Database): Database {
+  return { ...db, transaction: (fn) => db.transaction(fn, { unbounded: true }) };
+}
+
+/**
+ * pg-pool attaches the failed client to an idle connection's error; logged, it would print the
+ * connection parameters (a password among them). Kept, but out of serialisation.
+ */
+function hideClient<E>(err: E): E {
+  if (err && typeof err === 'object' && Object.hasOwn(err, 'client'))
+    Object.defineProperty(err, 'client', { enumerable: false });
+  return err;
+}
+
 /** Opens PostgreSQL when a URL is given, else the embedded database in `dataDir`. */
-export function openDatabase(opts: { databaseUrl?: string | undefined; dataDir?: string | undefined }) {
-  return opts.databaseUrl ? openPostgres(opts.databaseUrl) : openPglite(opts.dataDir);
+export function openDatabase(opts: {
+  databaseUrl?: string | undefined;
+  dataDir?: string | undefined;
+  postgres?: PostgresOptions;
+}) {
+  return opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.postgres) : openPglite(opts.dataDir);
 }
 
 export function isPgError(err: unknown, code: string): boolean {

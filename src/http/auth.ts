@@ -1,7 +1,15 @@
 // API key authentication (contract section 1), in the contract's order of answers.
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
-import { API_KEY_PATTERN, findKeyByToken, ipAllowed, type KeyRecord, type Scope } from '../core/keys.ts';
+import type { KeyCache } from '../core/key-cache.ts';
+import {
+  API_KEY_PATTERN,
+  findKeyByDigest,
+  ipAllowed,
+  type KeyRecord,
+  type Scope,
+  sha256Hex,
+} from '../core/keys.ts';
 import type { Queryable } from '../db/database.ts';
 import { ApiError } from './errors.ts';
 
@@ -15,21 +23,34 @@ export function bearerToken(header: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-export async function authenticate(
-  q: Queryable,
-  request: Pick<FastifyRequest, 'headers'>,
-  clock: Clock,
-): Promise<KeyRecord> {
+/** Step 1 before any query: the SHA-256 digest of a well-formed bearer key, else `401 unauthorized`. */
+export function keyDigest(request: Pick<FastifyRequest, 'headers'>): string {
   const token = bearerToken(request.headers.authorization);
   if (!token || !API_KEY_PATTERN.test(token))
     throw new ApiError('unauthorized', 'missing or invalid API key');
-  const key = await findKeyByToken(q, token);
+  return sha256Hex(token);
+}
+
+/** Steps 1 and 2 by one query: the key of that digest (remembered in `cache`), checked. */
+export async function authenticate(
+  q: Queryable,
+  digest: string,
+  clock: Clock,
+  cache?: KeyCache,
+): Promise<KeyRecord> {
+  const key = await findKeyByDigest(q, digest);
   if (!key) throw new ApiError('unauthorized', 'missing or invalid API key');
+  cache?.set(digest, key);
+  checkKeyState(key, clock);
+  return key;
+}
+
+/** Step 2: revoked, then expired (a revoked key past its expiry answers `revoked`). */
+export function checkKeyState(key: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, clock: Clock): void {
   if (key.revokedAt) throw new ApiError('revoked', 'this API key was revoked');
   if (key.expiresAt && key.expiresAt.getTime() <= clock.now().getTime()) {
     throw new ApiError('expired', 'this API key has expired');
   }
-  return key;
 }
 
 /**

@@ -1,8 +1,8 @@
 // The burst limit on the routes that ask for it (`config: { burstLimit: true }`; contract section 6:
 // POST /v1/redeem only). It runs as an onRequest hook registered after authentication, so it
 // counts identified keys only and answers before the body is read or validated.
-import type { FastifyInstance } from 'fastify';
-import { takeBurstSlot } from '../core/burst-limit.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type BurstSlot, peekBurstSlot, takeBurstSlot } from '../core/burst-limit.ts';
 import type { AppContext } from './context.ts';
 import { ApiError } from './errors.ts';
 
@@ -14,9 +14,7 @@ export function installBurstLimit(app: FastifyInstance, ctx: Pick<AppContext, 'd
     // without `auth` would be a wiring mistake, and an unidentified caller has no window.
     if (!key) throw new Error('burstLimit route without an authenticated key');
     const slot = await takeBurstSlot(ctx.db, key.id, ctx.clock.now());
-    reply.header('RateLimit-Limit', String(slot.limit));
-    reply.header('RateLimit-Remaining', String(slot.remaining));
-    reply.header('RateLimit-Reset', String(slot.resetSec));
+    setRateLimitHeaders(reply, slot);
     if (!slot.allowed) {
       const sec = slot.retryAfterSec ?? 1;
       throw new ApiError(
@@ -27,4 +25,29 @@ export function installBurstLimit(app: FastifyInstance, ctx: Pick<AppContext, 'd
       );
     }
   });
+}
+
+function setRateLimitHeaders(reply: FastifyReply, slot: BurstSlot) {
+  reply.header('RateLimit-Limit', String(slot.limit));
+  reply.header('RateLimit-Remaining', String(slot.remaining));
+  reply.header('RateLimit-Reset', String(slot.resetSec));
+}
+
+/**
+ * The RateLimit headers of an identified key refused before the burst hook (403
+ * unknown_customer, ip_denied, scope_denied): the key's window as it stands, this request not
+ * counted (a refused request is not accepted). Best effort: the 403 is the answer either way.
+ */
+export async function setBurstHeadersUncounted(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const key = request.auth;
+  if (!key) return;
+  try {
+    setRateLimitHeaders(reply, await peekBurstSlot(ctx.db, key.id, ctx.clock.now()));
+  } catch (err) {
+    request.log.warn({ err }, 'could not read the burst window for the RateLimit headers');
+  }
 }

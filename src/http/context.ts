@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { Mode } from '../core/accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Database } from '../db/database.ts';
+import type { Metrics } from '../metrics/registry.ts';
 
 export interface AppContext {
   db: Database;
@@ -19,4 +20,6 @@ export interface AppContext {
   activatorFor(mode: Mode): Activator;
   /** The job worker of this process: woken when a job is queued here. */
   jobs: { wake(): void };
+  /** This process's Prometheus registry and the recorders of its series (src/metrics/). */
+  metrics: Metrics;
 }

@@ -1,4 +1,5 @@
 // One error class with a stable error_code from a closed list, and one table from code to status.
+import { isConnectionError } from '../db/connection-errors.ts';
 
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -22,6 +23,7 @@ export const ERROR_STATUS = {
   unknown_customer: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   no_stock: 409,
   idempotency_in_progress: 409,
   payload_too_large: 413,
@@ -58,4 +60,48 @@ export function errorBody(
   extra: Record<string, unknown> = {},
 ) {
   return { ok: false as const, error_code: code, message, request_id: requestId, ...extra };
+}
+
+/** What a client is told to wait when the database is away (contract 12.3). */
+export const DATABASE_RETRY_AFTER_SEC = 2;
+
+/** The 503 of a request that needed the database while it was away. */
+export class DatabaseUnavailableError extends ApiError {
+  override name = 'DatabaseUnavailableError';
+  constructor() {
+    super(
+      'unavailable',
+      'the service cannot reach its database; retry shortly',
+      {},
+      {
+        'Retry-After': String(DATABASE_RETRY_AFTER_SEC),
+      },
+    );
+  }
+}
+
+export function databaseUnavailable(): ApiError {
+  return new DatabaseUnavailableError();
+}
+
+const databaseAwayAnswers = new WeakSet<object>();
+
+/** Marks a reply as the database's 503: nothing more is asked of the database for it. */
+export function markDatabaseAway(reply: object): void {
+  databaseAwayAnswers.add(reply);
+}
+
+/** Whether a reply is the database's 503 (its quota headers cannot be read: the database is away). */
+export function isDatabaseAwayAnswer(reply: object): boolean {
+  return databaseAwayAnswers.has(reply);
+}
+
+/**
+ * Anything thrown, as the ApiError to answer with: an ApiError as it is, a lost or unobtainable
+ * database connection as 503 unavailable; null for everything else (a bug: 500 internal).
+ */
+export function knownError(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (isConnectionError(err)) return databaseUnavailable();
+  return null;
 }

@@ -1,12 +1,62 @@
 // What every request of both listeners goes through: request ids, JSON parsing of any content
-// type, the error body for every error (404, 405, 413, bad JSON, crashes), one error handler.
+// type, the error body for every error (404, 405, 408, 413, bad JSON, crashes), one error
+// handler, `Cache-Control: no-store` on every answer, and the listeners' timeouts.
 
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { newRequestId } from '../core/ids.ts';
-import { ApiError, ERROR_STATUS, type ErrorCode, errorBody } from './errors.ts';
+import {
+  ApiError,
+  DatabaseUnavailableError,
+  ERROR_STATUS,
+  type ErrorCode,
+  errorBody,
+  knownError,
+  markDatabaseAway,
+} from './errors.ts';
 
 export const BODY_LIMIT = 262_144;
+
+/**
+ * Sent with every answer of both listeners, errors included (contract 12.6): answers carry
+ * account data, keys, secrets and job results that no shared cache may keep.
+ */
+export const NO_STORE = { 'Cache-Control': 'no-store' } as const;
+
+/**
+ * How long the headers of a request may take to arrive (slow-loris): well under the request
+ * timeout, which Node requires to be at least this.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * How long an idle kept-alive connection stays open: above the 60 s idle timeout of common load
+ * balancers, so the proxy, not this server, closes an idle connection (no request is lost to a
+ * connection closed just as the proxy reuses it). Fastify's default, chosen deliberately.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
+/**
+ * The Fastify and Node server options of both listeners' timeouts. `requestTimeoutMs`
+ * (REQUEST_TIMEOUT_MS, default 30 s): a request whose headers and body have not all arrived by
+ * then is answered `408 request_timeout` (the client error handler below) and its connection
+ * closed. It bounds receiving the request only, never the time a redeem takes to answer.
+ * Node checks for expired requests every `connectionsCheckingInterval`; it is kept short so the
+ * 408 comes soon after the deadline. No idle-socket timeout (`connectionTimeout` 0): a response
+ * that takes long (a sync redeem of slow codes) must not be cut.
+ */
+export function serverTimeouts(requestTimeoutMs: number) {
+  const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs);
+  return {
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    connectionTimeout: 0,
+    http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    },
+  };
+}
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
@@ -29,8 +79,11 @@ export function sendError(
 
 /** Maps anything thrown to the contract's error body; unknown errors become a bare 500. */
 function handleError(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply) {
-  if (error instanceof ApiError) {
-    return sendError(reply, error.code, error.message, error.extra, error.headers);
+  const known = knownError(error);
+  if (known) {
+    if (!(error instanceof ApiError)) request.log.warn({ err: error }, 'database unavailable');
+    if (known instanceof DatabaseUnavailableError) markDatabaseAway(reply);
+    return sendError(reply, known.code, known.message, known.extra, known.headers);
   }
   const fe = error as FastifyError;
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || fe.statusCode === 413) {
@@ -57,26 +110,40 @@ function handleError(error: FastifyError | ApiError | Error, request: FastifyReq
 export function frameworkErrorHandler(headers: Record<string, string> = {}) {
   return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
-    return sendError(reply, 'bad_request', 'malformed request URL', {}, headers);
+    return sendError(reply, 'bad_request', 'malformed request URL', {}, { ...NO_STORE, ...headers });
   };
 }
 
 /**
- * Node's HTTP parser rejects some requests before Fastify sees them (headers over 16 KB, bytes
- * that are not HTTP); they get the contract's error body too, with a fresh request id.
+ * Node's HTTP server answers some requests before Fastify can: headers over 16 KB, bytes that
+ * are not HTTP (400), and a request not fully received within the request timeout (408, also
+ * when its headers were read and a route is waiting for the body). They get the contract's error
+ * body too, with a fresh request id, and the connection is closed.
  */
 export function clientErrorHandler(headers: Record<string, string> = {}) {
   return (err: Error & { code?: string }, socket: Socket) => {
     if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return;
+    // An answer already started on this connection (a 401 sent before the body came): a second
+    // one cannot follow it; the connection is closed, as Node itself does.
+    if ((socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+      socket.destroy();
+      return;
+    }
     const id = newRequestId();
-    const message =
-      err.code === 'HPE_HEADER_OVERFLOW' ? 'request headers are too large' : 'malformed HTTP request';
-    const body = JSON.stringify(errorBody('bad_request', message, id));
-    const extra = Object.entries(headers)
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    const code: ErrorCode = timedOut ? 'request_timeout' : 'bad_request';
+    const message = timedOut
+      ? 'the request did not arrive in time'
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'request headers are too large'
+        : 'malformed HTTP request';
+    const body = JSON.stringify(errorBody(code, message, id));
+    const extra = Object.entries({ ...NO_STORE, ...headers })
       .map(([k, v]) => `${k}: ${v}\r\n`)
       .join('');
+    const statusLine = timedOut ? '408 Request Timeout' : '400 Bad Request';
     socket.end(
-      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${statusLine}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\n${extra}Connection: close\r\n\r\n${body}`,
     );
   };
@@ -118,6 +185,7 @@ export function installPlumbing(app: FastifyInstance): void {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    reply.header('Cache-Control', NO_STORE['Cache-Control']);
   });
 
   app.setErrorHandler(handleError);

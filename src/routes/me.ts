@@ -1,14 +1,26 @@
 // GET /v1/me: the account record of specification 2.3 for the calling key's mode. Not billed.
+// One statement answers it: the account, with the key's revocation and the customer's state, so a
+// key cached by the auth hook is checked again here, and the quota headers come from the same row.
 import type { FastifyInstance } from 'fastify';
-import { accountView, loadAccountState, today } from '../core/accounts.ts';
+import { accountView, loadKeyAccountState, today } from '../core/accounts.ts';
+import { authorize, checkKeyState } from '../http/auth.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
+import { setAccountHeaders } from '../http/public-app.ts';
 
 export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/v1/me', { config: { auth: 'any' } }, async (request) => {
-    const key = request.auth!;
-    const state = await loadAccountState(ctx.db, key.customerId, key.mode, today(ctx.clock));
-    if (!state) throw new ApiError('unknown_customer', 'the customer of this key is not active');
+  app.get('/v1/me', { config: { auth: 'any', keyCheckedInStatement: true } }, async (request, reply) => {
+    const facts = request.auth ?? request.cachedKey!;
+    const found = await loadKeyAccountState(ctx.db, facts, today(ctx.clock));
+    // Keys are never deleted; a row gone all the same is no key.
+    if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
+    const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: found.state.disabled };
+    // The contract's order (section 1): revoked and expired (401) before anything else.
+    checkKeyState(key, ctx.clock);
+    // Identified: from here on every answer, a 403 too, carries the quota headers (contract 8).
+    request.auth = key;
+    setAccountHeaders(reply, found.state);
+    authorize(key, request.ip, 'any');
     return {
       ok: true,
       request_id: request.id,
@@ -16,7 +28,7 @@ export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
       key_prefix: key.keyPrefix,
       scopes: key.scopes,
       mode: key.mode,
-      ...accountView(state, ctx.clock.now()),
+      ...accountView(found.state, ctx.clock.now()),
     };
   });
 }

@@ -7,7 +7,7 @@ import { startRedeem } from '../core/redeem.ts';
 import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem-request.ts';
 import { executeJob, finishSyncJob } from '../core/redeem-run.ts';
 import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, knownError } from '../http/errors.ts';
 
 export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext) {
   app.post(
@@ -41,6 +41,8 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext) {
       try {
         billedNow = await executeJob(ctx, started.jobId);
       } catch (err) {
+        // The database stayed away: the run settles the job itself once its codes are recorded.
+        if (err instanceof ApiError) throw err;
         request.log.error({ err, jobId: started.jobId }, 'redeem failed before finishing');
         await settleStoppedJob(ctx, started.jobId, 'failed').catch((e: unknown) =>
           request.log.error(
@@ -48,7 +50,9 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext) {
             'could not settle the failed redeem; the sweeper will',
           ),
         );
-        throw new ApiError('internal', 'internal error; retry with the same Idempotency-Key');
+        throw (
+          knownError(err) ?? new ApiError('internal', 'internal error; retry with the same Idempotency-Key')
+        );
       }
       const job = (await loadJob(ctx.db, started.jobId))!;
       const result = buildResult(job, await loadJobCodes(ctx.db, job.id), ctx.codeKey);

@@ -10,7 +10,9 @@ import { buildAdminApp } from '../../src/http/admin-app.ts';
 import type { AppContext } from '../../src/http/context.ts';
 import { buildPublicApp } from '../../src/http/public-app.ts';
 import { createLogger } from '../../src/logger.ts';
+import { createMetrics } from '../../src/metrics/registry.ts';
 import { openTestDatabase, type TestDatabase } from './db.ts';
+import { recordResponse } from './openapi-check.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -32,9 +34,11 @@ export async function createTestApp(
     sandboxSlowMs?: number;
     /** Run the async job worker (default true). */
     jobWorker?: boolean;
+    /** Connections of the PostgreSQL pool (hot-path-cost counts one connection's commits). */
+    poolMax?: number;
   } = {},
 ): Promise<TestApp> {
-  const testDb = await openTestDatabase();
+  const testDb = await openTestDatabase({ poolMax: opts.poolMax });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -55,10 +59,23 @@ export async function createTestApp(
     codeKey,
     activatorFor: () => sandbox,
     jobs: { wake: () => worker?.wake() },
+    metrics: createMetrics({ db: testDb.db, processMetrics: false }),
   };
   let worker: JobWorker | undefined;
   if (opts.jobWorker !== false) worker = startJobWorker(ctx, { pollMs: 50 });
   const api = await buildPublicApp(ctx);
+  // The drift guard: every public response, by inject or over a socket, is checked against the
+  // OpenAPI document; a mismatch fails the test that received it (helpers/openapi-check.ts).
+  api.addHook('onSend', async (request, reply, payload) => {
+    recordResponse({
+      method: request.method,
+      url: request.url,
+      status: reply.statusCode,
+      headers: reply.getHeaders(),
+      body: typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '',
+    });
+    return payload;
+  });
   const admin = await buildAdminApp(ctx);
   return {
     ctx,

@@ -17,9 +17,10 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
-export async function openTestDatabase(): Promise<TestDatabase> {
+/** `poolMax`: connections of the PostgreSQL pool (default: the pool's own default). */
+export async function openTestDatabase(opts: { poolMax?: number } = {}): Promise<TestDatabase> {
   if (process.env.DATABASE_URL) {
-    const db = await openPostgres(process.env.DATABASE_URL);
+    const db = await openPostgres(process.env.DATABASE_URL, opts.poolMax ? { max: opts.poolMax } : {});
     await migrate(db);
     return { db, dir: undefined, close: () => db.close() };
   }

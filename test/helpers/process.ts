@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, inject } from 'vitest';
+import { recordResponse } from './openapi-check.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 export const TEST_ADMIN_TOKEN = 'process-test-admin-token-0123456789';
@@ -56,6 +57,41 @@ export function serverProcesses() {
   };
 }
 
+/** Public URLs of the server processes started in this file: their answers are checked. */
+const publicUrls = new Set<string>();
+let fetchChecked = false;
+
+/**
+ * The drift guard for server processes: a fetch to a public listener started here (by a test or
+ * by the SDK under test) is checked against the OpenAPI document (helpers/openapi-check.ts).
+ */
+function checkFetchedResponses() {
+  if (fetchChecked) return;
+  fetchChecked = true;
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    const res = await realFetch(input, init);
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (!publicUrls.has(url.origin)) return res;
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    const body = await res
+      .clone()
+      .text()
+      .catch(() => null);
+    // A body cut off by a killed process is a transport failure, not a contract one.
+    if (body !== null) {
+      recordResponse({
+        method,
+        url: url.pathname + url.search,
+        status: res.status,
+        headers: Object.fromEntries(res.headers),
+        body,
+      });
+    }
+    return res;
+  };
+}
+
 /** Starts a server and waits until both listeners answer. */
 export async function startServerProcess(opts: {
   dataDir: string;
@@ -93,6 +129,8 @@ export async function startServerProcess(opts: {
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
+  checkFetchedResponses();
+  publicUrls.add(url);
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 60_000;
   for (;;) {

@@ -10,10 +10,16 @@ import type { Queryable } from '../../db/database.ts';
 import type { AppContext } from '../../http/context.ts';
 import { redactQueryValues } from '../../logger.ts';
 import type { Mode } from '../accounts.ts';
+import { startBackgroundLoop } from '../background-loop.ts';
 import { type JobEvent, jobEventData } from '../job-view.ts';
 import { loadRegistration } from './registration.ts';
 import { signatureHeader } from './signing.ts';
-import { type LookupFn, type ResolvedAddress, resolveWebhookTarget } from './url-guard.ts';
+import {
+  BlockedTargetError,
+  type LookupFn,
+  type ResolvedAddress,
+  resolveWebhookTarget,
+} from './url-guard.ts';
 
 /** A delivery is retried up to 3 times (contract section 7): 4 attempts in all. */
 export const MAX_ATTEMPTS = 4;
@@ -27,7 +33,7 @@ export interface WebhookWorkerOptions {
   leaseMs?: number;
   /** A 2xx must arrive within this. Default 10 s. */
   timeoutMs?: number;
-  /** Host name resolution (tests inject one). Default: node:dns/promises lookup. */
+  /** Host name resolution (tests inject one). Default: the shared webhook resolver (resolver.ts). */
   lookup?: LookupFn;
   /** Certificate authorities to trust instead of Node's (tests only; operators use NODE_EXTRA_CA_CERTS). */
   ca?: string | Buffer;
@@ -44,7 +50,8 @@ export interface WebhookWorker {
   stop(): Promise<void>;
 }
 
-type Deps = Pick<AppContext, 'db' | 'config' | 'clock' | 'logger' | 'codeKey'>;
+type Deps = Pick<AppContext, 'db' | 'config' | 'clock' | 'logger' | 'codeKey'> &
+  Partial<Pick<AppContext, 'metrics'>>;
 
 interface ClaimedEvent {
   id: string;
@@ -69,66 +76,30 @@ export function retryDelaySeconds(delays: readonly number[], attempt: number): n
 
 /** Starts the loop. On the embedded database, where only this process runs, leases left by a killed process are released first. */
 export function startWebhookWorker(deps: Deps, opts: WebhookWorkerOptions = {}): WebhookWorker {
-  const pollMs = opts.pollMs ?? 300;
-  const maxBackoffMs = opts.maxBackoffMs ?? 30_000;
   const stopping = new AbortController();
-  let wakeUp: (() => void) | null = null;
-  let woken = false;
-
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (woken || stopping.signal.aborted) {
-        woken = false;
-        return resolve();
-      }
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      function done() {
-        clearTimeout(timer);
-        wakeUp = null;
-        woken = false;
-        resolve();
-      }
-      wakeUp = done;
-    });
-
   const runOnce = () => deliverDueEvents(deps, opts, stopping.signal);
-
-  const loop = (async () => {
-    if (deps.db.kind === 'pglite') {
-      await releaseLeases(deps.db).catch((err: unknown) =>
-        deps.logger.error({ err }, 'webhook worker: could not release leases at start'),
-      );
-    }
-    let backoff = pollMs;
-    while (!stopping.signal.aborted) {
-      let handled = 0;
-      try {
-        handled = await runOnce();
-        backoff = pollMs;
-      } catch (err) {
-        // Background loops never crash the process: log, back off, go on (DESIGN style 8).
-        if (stopping.signal.aborted) break;
-        deps.logger.error({ err }, 'webhook worker pass failed; backing off');
-        backoff = Math.min(backoff * 2, maxBackoffMs);
-        await sleep(backoff);
-        continue;
+  let leasesReleased = deps.db.kind !== 'pglite';
+  const loop = startBackgroundLoop({
+    name: 'webhook worker',
+    intervalMs: opts.pollMs ?? 300,
+    maxBackoffMs: opts.maxBackoffMs ?? 30_000,
+    logger: deps.logger,
+    async pass() {
+      if (!leasesReleased) {
+        await releaseLeases(deps.db);
+        leasesReleased = true;
       }
       // A full batch means more may be due: go again at once.
-      if (handled < (opts.batchSize ?? 10)) await sleep(pollMs);
-    }
-  })();
+      return (await runOnce()) >= (opts.batchSize ?? 10);
+    },
+  });
 
   return {
-    wake() {
-      woken = true;
-      wakeUp?.();
-    },
+    wake: () => loop.wake(),
     runOnce,
     async stop() {
       stopping.abort();
-      wakeUp?.();
-      await loop;
+      await loop.stop();
     },
   };
 }
@@ -236,7 +207,9 @@ async function sendAttempt(
       lookupTimeoutMs: Math.min(timeoutMs, 5_000),
     });
   } catch (err) {
-    return fail(`blocked: ${err instanceof Error ? err.message : String(err)}`);
+    return fail(
+      `blocked: ${err instanceof BlockedTargetError ? err.reason : err instanceof Error ? err.message : String(err)}`,
+    );
   }
 
   // The connection may only go to the addresses just checked: the agent's lookup answers with
@@ -356,6 +329,8 @@ async function recordAttempt(
       [evt.id, evt.attempts, state, outcome.status, outcome.error, next, now],
     );
   });
+  const lagMs = delivered ? now.getTime() - evt.createdAt.getTime() : null;
+  deps.metrics?.webhookAttempt(evt.mode, state === 'pending' ? 'failed' : state, lagMs);
   const fields = { status: outcome.status, error: outcome.error, host: hostOf(outcome.url), durationMs };
   if (delivered) log.info(fields, 'webhook delivered');
   else if (last) log.warn(fields, 'webhook attempt failed; no retries left, dropped');

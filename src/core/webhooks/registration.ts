@@ -1,10 +1,11 @@
 // Webhook registrations (contract section 7): one per customer and mode. The secret is shown
-// once, in the registration answer, and kept encrypted at rest because it signs deliveries.
+// once, in the registration answer, and kept encrypted at rest because it signs deliveries:
+// under its own subkey, bound to its customer and mode (code-crypto.ts).
 import type { Queryable } from '../../db/database.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Mode } from '../accounts.ts';
 import type { Clock } from '../clock.ts';
-import { decryptCode, encryptCode } from '../code-crypto.ts';
+import { decryptSecret, encryptSecret } from '../code-crypto.ts';
 import { newWebhookSecret } from '../ids.ts';
 import { type LookupFn, parseWebhookUrl, resolveWebhookTarget } from './url-guard.ts';
 
@@ -65,7 +66,7 @@ export async function registerWebhook(
      values ($1, $2, $3, $4, $5)
      on conflict (customer_id, mode) do update
        set url = excluded.url, secret_encrypted = excluded.secret_encrypted, created_at = excluded.created_at`,
-    [caller.customerId, caller.mode, url, encryptCode(deps.codeKey, secret), deps.clock.now()],
+    [caller.customerId, caller.mode, url, encryptSecret(deps.codeKey, secret, caller), deps.clock.now()],
   );
   return { url, secret };
 }
@@ -81,5 +82,5 @@ export async function loadRegistration(
     [caller.customerId, caller.mode],
   );
   const row = r.rows[0];
-  return row ? { url: row.url, secret: decryptCode(codeKey, row.secretEncrypted) } : null;
+  return row ? { url: row.url, secret: decryptSecret(codeKey, row.secretEncrypted, caller) } : null;
 }

@@ -2,27 +2,32 @@
 // a delivery may connect to. A webhook is a request the service makes on a caller's behalf, so
 // without this guard any key could make it reach loopback, the private network or a cloud
 // metadata endpoint (SSRF). Only plain public unicast addresses pass, unless the operator allows
-// private targets for development.
-import { lookup as dnsLookup } from 'node:dns/promises';
+// private targets for development. The cloud metadata endpoints stay refused even then.
 import ipaddr from 'ipaddr.js';
 import { ApiError } from '../../http/errors.ts';
+import { type LookupFn, type ResolvedAddress, webhookLookup } from './resolver.ts';
+
+export type { LookupFn, ResolvedAddress };
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
-/** How long one name resolution may take before the name counts as not resolving. */
+/** An outer bound on an injected lookup; the shared resolver has its own (WEBHOOK_DNS_TIMEOUT_MS). */
 export const LOOKUP_TIMEOUT_MS = 5_000;
 
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-/** Resolves a host name to every address it has (node:dns/promises `lookup` with `all: true`). */
-export type LookupFn = (hostname: string) => Promise<ResolvedAddress[]>;
-
-export const systemLookup: LookupFn = async (hostname) => {
-  const found = await dnsLookup(hostname, { all: true, verbatim: true });
-  return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
+/**
+ * Cloud instance metadata endpoints (AWS IMDS over IPv4 and IPv6, the ECS and EKS credential
+ * endpoints, Alibaba Cloud's): refused even when WEBHOOK_ALLOW_PRIVATE_TARGETS=true (contract
+ * 12.6), since a request there hands out the machine's cloud credentials.
+ */
+const METADATA_ADDRESSES = new Set(
+  [
+    '169.254.169.254',
+    'fd00:ec2::254',
+    '169.254.170.2',
+    '169.254.170.23',
+    'fd00:ec2::23',
+    '100.100.100.200',
+  ].map((a) => ipaddr.parse(a).toNormalizedString()),
+);
 
 // ipaddr.js's range() names every special range it knows and answers 'unicast' for the rest.
 // These are checked as well, whatever the library version: documentation, benchmarking,
@@ -63,10 +68,12 @@ export type AddressVerdict = 'public' | 'private' | 'blocked';
 export function classifyAddress(text: string): AddressVerdict {
   let addr: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    addr = ipaddr.process(text.replace(/%.*$/, '')); // a zone index (fe80::1%eth0) is link-local anyway
+    const zone = text.indexOf('%'); // a zone index (fe80::1%eth0) is link-local anyway
+    addr = ipaddr.process(zone === -1 ? text : text.slice(0, zone));
   } catch {
     return 'blocked';
   }
+  if (METADATA_ADDRESSES.has(addr.toNormalizedString())) return 'blocked';
   const range = addr.range();
   if (PRIVATE_RANGES.has(range)) return 'private';
   if (range !== 'unicast') return 'blocked';
@@ -83,8 +90,21 @@ export function addressAllowed(address: string, allowPrivate: boolean): boolean 
   return verdict === 'public' || (verdict === 'private' && allowPrivate);
 }
 
-const blocked = (why: string) =>
-  new ApiError('webhook_url_blocked', `url is not a public https endpoint: ${why}`);
+/**
+ * The one message of every webhook_url_blocked (contract 12.6): telling "does not resolve" from
+ * "not public" would let a key map the internal DNS. The reason stays on the error for the
+ * delivery log (an operator's view), never in an answer.
+ */
+export const WEBHOOK_URL_BLOCKED_MESSAGE =
+  'url is not an allowed webhook target: it must be a public https endpoint';
+
+export class BlockedTargetError extends ApiError {
+  constructor(readonly reason: string) {
+    super('webhook_url_blocked', WEBHOOK_URL_BLOCKED_MESSAGE);
+  }
+}
+
+const blocked = (why: string) => new BlockedTargetError(why);
 
 /**
  * The first two rules of contract section 7, in order: a usable absolute URL without userinfo
@@ -146,11 +166,22 @@ export async function resolveWebhookTarget(url: URL, opts: GuardOptions): Promis
     return [{ address: literal, family: literal.includes(':') ? 6 : 4 }];
   }
   const name = url.hostname.replace(/\.$/, '');
-  if ((name === 'localhost' || name.endsWith('.localhost')) && !opts.allowPrivate) throw blocked('localhost');
+  if (name === 'localhost' || name.endsWith('.localhost')) {
+    if (!opts.allowPrivate) throw blocked('localhost');
+    // RFC 6761: localhost names are loopback; no DNS server is asked (the resolver reads no
+    // /etc/hosts).
+    return [
+      { address: '127.0.0.1', family: 4 },
+      { address: '::1', family: 6 },
+    ];
+  }
 
   let found: ResolvedAddress[];
   try {
-    found = await withTimeout((opts.lookup ?? systemLookup)(name), opts.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS);
+    // The shared resolver bounds and cancels its own lookups; an injected one gets an outer bound.
+    found = opts.lookup
+      ? await withTimeout(opts.lookup(name), opts.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS)
+      : await webhookLookup(name);
   } catch {
     throw blocked('the host name does not resolve');
   }

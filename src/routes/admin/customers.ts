@@ -13,13 +13,15 @@ import {
   subscriptionView,
   today,
 } from '../../core/accounts.ts';
+import { ledgerPage, listCustomers } from '../../core/admin-lists.ts';
 import { isoUtc } from '../../core/clock.ts';
 import { issueKey, isValidAllowEntry, listKeys, revokeKey, SCOPES } from '../../core/keys.ts';
 import { parseUsd, usdNumber } from '../../core/money.ts';
 import { stockSummary } from '../../core/stock.ts';
-import { appendLedger, listLedger, walletSummary } from '../../core/wallet.ts';
+import { appendLedger, walletSummary } from '../../core/wallet.ts';
 import type { AppContext } from '../../http/context.ts';
 import { ApiError } from '../../http/errors.ts';
+import { idCursor, limitParam, parseQuery } from './query.ts';
 import { customerIdParam, isoTimestamp, modeSchema, parseBody } from './validation.ts';
 
 const usdSchema = (opts: { positive: boolean }) =>
@@ -71,6 +73,19 @@ const topupBody = z.strictObject({
   note: z.string().max(500).default(''),
 });
 
+const customersQuery = z.strictObject({
+  q: z.string().max(200).optional(),
+  cursor: idCursor.optional(),
+  limit: limitParam(200, 50),
+});
+
+// The answer before paging was the newest 500 entries; without `limit` it still is.
+const ledgerQuery = z.strictObject({
+  mode: modeSchema.optional(),
+  cursor: idCursor.optional(),
+  limit: limitParam(500, 500),
+});
+
 export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContext) {
   const { db, clock } = ctx;
 
@@ -84,6 +99,12 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
     const body = parseBody(customerBody, request.body);
     const customerId = await createCustomer(db, body.name, clock);
     return reply.code(201).send({ ok: true, request_id: request.id, customer_id: customerId });
+  });
+
+  app.get('/admin/v1/customers', async (request) => {
+    const q = parseQuery(customersQuery, request.query);
+    const page = await listCustomers(db, { search: q.q, afterId: q.cursor, limit: q.limit });
+    return { ok: true, request_id: request.id, ...page };
   });
 
   app.get<{ Params: { id: string } }>('/admin/v1/customers/:id', async (request) => {
@@ -224,19 +245,11 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
     };
   });
 
-  app.get<{ Params: { id: string }; Querystring: { mode?: string } }>(
-    '/admin/v1/customers/:id/ledger',
-    async (request) => {
-      const id = await requireCustomer(request.params.id);
-      const mode = modeSchema.safeParse(request.query.mode);
-      if (!mode.success) throw new ApiError('bad_request', 'mode: must be live or test');
-      return {
-        ok: true,
-        request_id: request.id,
-        customer_id: id,
-        mode: mode.data,
-        entries: await listLedger(db, id, mode.data),
-      };
-    },
-  );
+  app.get<{ Params: { id: string } }>('/admin/v1/customers/:id/ledger', async (request) => {
+    const id = await requireCustomer(request.params.id);
+    const q = parseQuery(ledgerQuery, request.query);
+    if (!q.mode) throw new ApiError('bad_request', 'mode: must be live or test');
+    const page = await ledgerPage(db, id, q.mode, { beforeId: q.cursor, limit: q.limit });
+    return { ok: true, request_id: request.id, customer_id: id, mode: q.mode, ...page };
+  });
 }

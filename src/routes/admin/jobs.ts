@@ -1,5 +1,6 @@
 // GET /admin/v1/jobs/{id}: any job (sync or async) with its billing hold, its per-code attempts
-// (a code's last 4 characters only: codes are bearer value) and its webhook deliveries.
+// (a code's last 4 characters only: codes are bearer value, contract 12.1) and its webhook
+// deliveries (kept RETENTION_DAYS, 12.2).
 import type { FastifyInstance } from 'fastify';
 import { isoUtc } from '../../core/clock.ts';
 import { loadJob, loadJobCodes } from '../../core/jobs.ts';
@@ -13,9 +14,9 @@ export function registerAdminJobRoutes(app: FastifyInstance, ctx: AppContext) {
     const job = await loadJob(ctx.db, request.params.id);
     if (!job) throw new ApiError('not_found', 'unknown job');
     const [hold, events, deliveries] = await Promise.all([
-      ctx.db.query<Record<string, number | string>>(
+      ctx.db.query<Record<string, number | string> & { codes_dropped_at: Date | null }>(
         `select to_char(hold_day, 'YYYY-MM-DD') as day, rate_micros as rate_micros, hold_included, hold_wallet,
-                captured_included, captured_wallet, released_included, released_wallet
+                captured_included, captured_wallet, released_included, released_wallet, codes_dropped_at
            from jobs where id = $1`,
         [job.id],
       ),
@@ -52,6 +53,7 @@ export function registerAdminJobRoutes(app: FastifyInstance, ctx: AppContext) {
       ),
     ]);
     const codes = await loadJobCodes(ctx.db, job.id);
+    const { codes_dropped_at: codesDroppedAt, ...billing } = hold.rows[0]!;
     return {
       ok: true,
       request_id: request.id,
@@ -72,8 +74,10 @@ export function registerAdminJobRoutes(app: FastifyInstance, ctx: AppContext) {
         lease_owner: job.leaseOwner,
         lease_expires_at: iso(job.leaseExpiresAt),
         error: job.error,
+        // When retention (contract 12.2) dropped the job's code ciphertexts; null while kept.
+        codes_dropped_at: iso(codesDroppedAt),
       },
-      billing: hold.rows[0],
+      billing,
       attempts: codes.map((c) => ({
         position: c.position,
         code_last4: c.last4,

@@ -1,0 +1,19 @@
+// @redeem-gateway/sdk: the TypeScript client of the Redeem Gateway API.
+export {
+  type CallOptions,
+  type ClientOptions,
+  RedeemGateway,
+  type RedeemOptions,
+  type RetryInfo,
+  type WaitOptions,
+} from './client.js';
+export { isRetryable, JobInterruptedError, RedeemGatewayError } from './errors.js';
+export type * from './types.js';
+export {
+  sign,
+  type VerifyOptions,
+  verify,
+  WebhookVerificationError,
+  type WebhookVerificationReason,
+  webhooks,
+} from './webhooks.js';

@@ -1,0 +1,94 @@
+// Building the page without innerHTML: every value is a text node, so nothing an API returns can
+// become markup (and the CSP forbids inline script and style anyway).
+
+/** h('div.card#x', {onclick, ...attrs}, child, ...): an element; strings become text nodes. */
+export function h(tag, attrs, ...children) {
+  const [name, ...classes] = tag.split('.');
+  const el = document.createElement(name);
+  if (classes.length) el.className = classes.join(' ');
+  // Anything but a plain object in the attributes' place is the first child (0 and '' included).
+  if (
+    attrs !== undefined &&
+    (attrs === null || typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))
+  ) {
+    children.unshift(attrs);
+    attrs = null;
+  }
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = Boolean(v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+/** Replaces the element's content. */
+export function put(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+/** A table from rows; `columns` is [[title, row => cell], …]. */
+export function table(columns, rows, attrs = {}) {
+  return h(
+    'table',
+    attrs,
+    h(
+      'thead',
+      h(
+        'tr',
+        columns.map(([title]) => h('th', title)),
+      ),
+    ),
+    h(
+      'tbody',
+      rows.length === 0
+        ? h('tr', h('td.muted', { colspan: columns.length }, 'nothing here'))
+        : rows.map((row) =>
+            h(
+              'tr',
+              columns.map(([, cell]) => h('td', cell(row))),
+            ),
+          ),
+    ),
+  );
+}
+
+export const when = (iso) => (iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '—');
+export const last4 = (s) => (s ? `…${s}` : '—');
+export const usd = (n) => `$${Number(n).toLocaleString('en-US', { maximumFractionDigits: 6 })}`;
+
+/** Values of a form's named fields. */
+export function formValues(form) {
+  const out = {};
+  for (const el of form.elements) {
+    if (!el.name) continue;
+    if (el.type === 'checkbox') {
+      out[el.name] ??= [];
+      if (el.checked) out[el.name].push(el.value);
+    } else out[el.name] = el.value;
+  }
+  return out;
+}
+
+/** A line that reports the outcome of an action (role=status, read by screen readers). */
+export function statusLine() {
+  const el = h('p.status', { role: 'status' });
+  return {
+    el,
+    ok: (text) => put(el, text) && el.setAttribute('data-state', 'ok'),
+    error: (err) => put(el, err.message ?? String(err)) && el.setAttribute('data-state', 'error'),
+  };
+}

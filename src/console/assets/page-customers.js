@@ -1,0 +1,455 @@
+// Customers: search and create; one customer with plan, subscription, keys (issue: the secret is
+// shown once; revoke), wallets with top-up and the ledger a page at a time, stock counts with an
+// import from a file, and a usage plot.
+import { api, qs } from './api.js';
+import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
+import { formValues, h, put, statusLine, table, usd, when } from './dom.js';
+
+/** Codes per import request, at most (the admin API's limit). */
+const IMPORT_BATCH = 10_000;
+
+export async function renderList(main) {
+  const q = new URLSearchParams(location.hash.split('?')[1] ?? '').get('q') ?? '';
+  const status = statusLine();
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', hidden: true }, 'More');
+  let cursor = null;
+  const load = async () => {
+    const page = await api('GET', `/admin/v1/customers${qs({ q, cursor })}`);
+    for (const c of page.customers) {
+      tbody.append(
+        h(
+          'tr',
+          h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.customer_id)),
+          h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.name)),
+          h('td', c.plan ? `${c.plan.label}${c.plan.active ? '' : ' (inactive)'}` : 'no plan'),
+          h('td', c.disabled ? 'disabled' : 'active'),
+          h('td', when(c.created_at)),
+        ),
+      );
+    }
+    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 5 }, 'no customers')));
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  };
+  more.addEventListener('click', () => load().catch(status.error));
+  const search = h('input', {
+    type: 'search',
+    name: 'q',
+    value: q,
+    placeholder: 'name or id',
+    'aria-label': 'search customers',
+  });
+  const create = h(
+    'form.inline',
+    {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        try {
+          const r = await api('POST', '/admin/v1/customers', { name: formValues(create).name });
+          location.hash = `#/customers/${r.customer_id}`;
+        } catch (err) {
+          status.error(err);
+        }
+      },
+    },
+    h('input', {
+      name: 'name',
+      placeholder: 'new customer name',
+      required: true,
+      'aria-label': 'new customer name',
+    }),
+    h('button', { type: 'submit' }, 'Create customer'),
+  );
+  put(
+    main,
+    h('header.page', h('h2', 'Customers')),
+    h(
+      'form.inline',
+      {
+        onsubmit: (e) => {
+          e.preventDefault();
+          location.hash = `#/customers${qs({ q: search.value.trim() })}`;
+        },
+      },
+      search,
+      h('button', { type: 'submit' }, 'Search'),
+    ),
+    create,
+    status.el,
+    h(
+      'table',
+      { 'data-table': 'customers' },
+      h(
+        'thead',
+        h(
+          'tr',
+          ['Id', 'Name', 'Plan', 'State', 'Created'].map((t) => h('th', t)),
+        ),
+      ),
+      tbody,
+    ),
+    more,
+  );
+  await load();
+}
+
+export async function renderDetail(main, id, flash) {
+  const c = await api('GET', `/admin/v1/customers/${id}`);
+  const base = `/admin/v1/customers/${id}`;
+  // After a change the whole customer is read again, with a line saying what was done.
+  const reload = (message) => renderDetail(main, id, message);
+  const dl = (pairs) =>
+    h(
+      'dl',
+      pairs.map(([k, v]) => [h('dt', k), h('dd', v ?? '—')]),
+    );
+  const plan = c.plan;
+  put(
+    main,
+    h(
+      'header.page',
+      h('h2', c.customer.name, h('span.muted', ` #${id}`)),
+      c.customer.disabled ? h('span.badge.failed', 'disabled') : null,
+    ),
+    flash ? h('p.status', { role: 'status', 'data-state': 'ok', 'data-flash': true }, flash) : null,
+    h(
+      'div.columns',
+      h(
+        'section',
+        h('h3', 'Plan'),
+        plan
+          ? dl([
+              ['Label', plan.label],
+              ['Daily include', plan.daily_limit ?? 'uncapped (every request from the wallet)'],
+              ['Per request', usd(plan.per_request_usd)],
+              ['Overage', plan.overage ? 'billed from the wallet' : 'refused'],
+              ['Active', plan.active ? 'yes' : 'no'],
+            ])
+          : h('p.muted', 'No plan: redeems are refused (402 no_plan).'),
+        h('h3', 'Subscription'),
+        dl([
+          ['Required', c.subscription.required ? 'yes' : 'no'],
+          ['Expires', when(c.subscription.expires_at)],
+          ['Active', c.subscription.active ? 'yes' : 'no'],
+        ]),
+        h('h3', 'Used today'),
+        dl(
+          Object.entries(c.usage_today).map(([m, u]) => [
+            m,
+            `${u.used} requests (${u.overage} from the wallet)`,
+          ]),
+        ),
+      ),
+      walletSection(c, base, reload),
+    ),
+    keysSection(c, id),
+    ledgerSection(base),
+    stockSection(c, base, reload),
+    await usageSection(id),
+  );
+}
+
+function keysSection(c, id) {
+  const status = statusLine();
+  const secret = h('div.secret', { hidden: true });
+  const form = h(
+    'form.inline',
+    {
+      'data-form': 'issue-key',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const v = formValues(form);
+        try {
+          const r = await api('POST', `/admin/v1/customers/${id}/keys`, {
+            mode: v.mode,
+            scopes: v.scopes,
+            allowed_ips: v.allowed_ips
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+            expires_at: v.expires_at ? `${v.expires_at}T00:00:00Z` : null,
+            label: v.label,
+          });
+          // Shown once, here; the list below shows only the prefix from now on.
+          put(
+            secret,
+            h('strong', 'New key (shown only this once, copy it now): '),
+            h('code', { 'data-secret': 'key' }, r.key),
+            ' ',
+            h('button', { type: 'button', onclick: () => navigator.clipboard?.writeText(r.key) }, 'Copy'),
+          );
+          secret.hidden = false;
+          put(keyList, keyTable(await api('GET', `/admin/v1/customers/${id}`), status));
+        } catch (err) {
+          status.error(err);
+        }
+      },
+    },
+    h(
+      'select',
+      { name: 'mode', 'aria-label': 'key mode' },
+      h('option', { value: 'test' }, 'test'),
+      h('option', { value: 'live' }, 'live'),
+    ),
+    h('label', h('input', { type: 'checkbox', name: 'scopes', value: 'redeem', checked: true }), ' redeem'),
+    h('label', h('input', { type: 'checkbox', name: 'scopes', value: 'read', checked: true }), ' read'),
+    h('input', { name: 'label', placeholder: 'label', 'aria-label': 'key label' }),
+    h('input', {
+      name: 'allowed_ips',
+      placeholder: 'allowed IPs/CIDRs, comma-separated',
+      'aria-label': 'allowed IPs',
+    }),
+    h('label', 'expires ', h('input', { type: 'date', name: 'expires_at' })),
+    h('button', { type: 'submit' }, 'Issue key'),
+  );
+  const keyList = h('div', keyTable(c, status));
+  return h('section', h('h3', 'API keys'), form, secret, status.el, keyList);
+}
+
+function keyTable(c, status) {
+  const revoke = (k) => async (e) => {
+    e.target.disabled = true;
+    try {
+      await api('POST', `/admin/v1/keys/${encodeURIComponent(k.key_id)}/revoke`);
+      status.ok(`Revoked ${k.key_prefix}….`);
+      const row = e.target.closest('tr');
+      row.querySelector('[data-cell=revoked]').textContent = 'revoked now';
+      e.target.remove();
+    } catch (err) {
+      status.error(err);
+      e.target.disabled = false;
+    }
+  };
+  return table(
+    [
+      ['Prefix', (k) => h('code', k.key_prefix)],
+      ['Mode', (k) => k.mode],
+      ['Scopes', (k) => k.scopes.join(', ')],
+      ['Allowed IPs', (k) => k.allowed_ips.join(', ') || 'any'],
+      ['Label', (k) => k.label],
+      ['Created', (k) => when(k.created_at)],
+      ['Expires', (k) => when(k.expires_at)],
+      ['Revoked', (k) => h('span', { 'data-cell': 'revoked' }, k.revoked_at ? when(k.revoked_at) : '—')],
+      [
+        '',
+        (k) =>
+          k.revoked_at
+            ? ''
+            : h('button', { type: 'button', 'data-revoke': k.key_id, onclick: revoke(k) }, 'Revoke'),
+      ],
+    ],
+    c.keys,
+    { 'data-table': 'keys' },
+  );
+}
+
+function walletSection(c, base, reload) {
+  const status = statusLine();
+  const form = h(
+    'form.inline',
+    {
+      'data-form': 'topup',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const v = formValues(form);
+        try {
+          const r = await api('POST', `${base}/wallet/topup`, {
+            mode: v.mode,
+            usd: v.usd.trim(),
+            note: v.note,
+          });
+          await reload(`Topped up ${usd(v.usd.trim())}: the ${r.mode} balance is ${usd(r.balance_usd)}.`);
+        } catch (err) {
+          status.error(err);
+        }
+      },
+    },
+    h(
+      'select',
+      { name: 'mode', 'aria-label': 'wallet mode' },
+      h('option', { value: 'live' }, 'live'),
+      h('option', { value: 'test' }, 'test'),
+    ),
+    h('input', {
+      name: 'usd',
+      placeholder: 'USD',
+      inputmode: 'decimal',
+      required: true,
+      'aria-label': 'top-up amount in USD',
+    }),
+    h('input', { name: 'note', placeholder: 'note', 'aria-label': 'top-up note' }),
+    h('button', { type: 'submit' }, 'Top up'),
+  );
+  return h(
+    'section',
+    h('h3', 'Wallets'),
+    table(
+      [
+        ['Mode', ([m]) => m],
+        ['Balance', ([m, w]) => h('span', { 'data-balance': m }, usd(w.balance_usd))],
+        ['Held', ([, w]) => usd(w.held_usd)],
+        ['Spendable', ([, w]) => usd(w.spendable_usd)],
+      ],
+      Object.entries(c.wallets),
+      { 'data-table': 'wallets' },
+    ),
+    form,
+    status.el,
+  );
+}
+
+function ledgerSection(base) {
+  const status = statusLine();
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', hidden: true }, 'Older entries');
+  let cursor = null;
+  let mode = 'live';
+  const load = async () => {
+    try {
+      const page = await api('GET', `${base}/ledger${qs({ mode, cursor, limit: 20 })}`);
+      for (const e of page.entries)
+        tbody.append(
+          h(
+            'tr',
+            h('td', when(e.created_at)),
+            h('td', e.kind),
+            h('td.num', usd(e.amount_usd)),
+            h('td.num', usd(e.balance_after_usd)),
+            h('td', e.note),
+            h('td', e.reference ?? ''),
+          ),
+        );
+      if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 6 }, 'no entries')));
+      cursor = page.next_cursor;
+      more.hidden = !cursor;
+    } catch (err) {
+      status.error(err);
+    }
+  };
+  more.addEventListener('click', load);
+  const select = h(
+    'select',
+    {
+      'aria-label': 'ledger mode',
+      onchange: (e) => {
+        mode = e.target.value;
+        cursor = null;
+        tbody.replaceChildren();
+        load();
+      },
+    },
+    h('option', { value: 'live' }, 'live'),
+    h('option', { value: 'test' }, 'test'),
+  );
+  load();
+  return h(
+    'section',
+    h('h3', 'Wallet ledger ', select),
+    status.el,
+    h(
+      'table',
+      { 'data-table': 'ledger' },
+      h(
+        'thead',
+        h(
+          'tr',
+          ['When', 'Kind', 'Amount', 'Balance after', 'Note', 'Reference'].map((t) => h('th', t)),
+        ),
+      ),
+      tbody,
+    ),
+    more,
+  );
+}
+
+function stockSection(c, base, reload) {
+  const status = statusLine();
+  const categories = c.stock.live.categories.map((x) => x.category);
+  const form = h(
+    'form.inline',
+    {
+      'data-form': 'import',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const v = formValues(form);
+        const file = form.elements.file.files[0];
+        if (!file) return status.error({ message: 'Choose a file with one code per line.' });
+        // Codes go from the file to the API; they are never shown on the page.
+        const codes = (await file.text())
+          .split(/\r?\n/)
+          .map((s) => s.trim())
+          .filter(Boolean);
+        const sum = { added: 0, duplicates: 0, rejected: 0 };
+        try {
+          for (let i = 0; i < codes.length; i += IMPORT_BATCH) {
+            const r = await api('POST', `${base}/stock`, {
+              mode: v.mode,
+              category: v.category,
+              codes: codes.slice(i, i + IMPORT_BATCH),
+            });
+            for (const k of Object.keys(sum)) sum[k] += r[k];
+          }
+          await reload(
+            `Imported into ${v.mode} ${v.category} UC: ${sum.added} added, ${sum.duplicates} duplicates, ${sum.rejected} rejected.`,
+          );
+        } catch (err) {
+          status.error(err);
+        }
+      },
+    },
+    h(
+      'select',
+      { name: 'mode', 'aria-label': 'stock mode' },
+      h('option', { value: 'live' }, 'live'),
+      h('option', { value: 'test' }, 'test'),
+    ),
+    h(
+      'select',
+      { name: 'category', 'aria-label': 'category' },
+      categories.map((x) => h('option', { value: x }, `${x} UC`)),
+    ),
+    h('input', { type: 'file', name: 'file', accept: '.txt,.csv,text/plain', 'aria-label': 'codes file' }),
+    h('button', { type: 'submit' }, 'Import'),
+  );
+  const counts = (mode) =>
+    table(
+      [
+        ['Category', (x) => `${x.category} UC`],
+        ['Available', (x) => x.available],
+        ['Reserved', (x) => x.reserved],
+        ['Quarantined', (x) => x.quarantined],
+      ],
+      c.stock[mode].categories,
+      { 'data-table': `stock-${mode}` },
+    );
+  return h(
+    'section',
+    h('h3', 'Stock'),
+    h(
+      'div.columns',
+      ['live', 'test'].map((m) =>
+        h(
+          'div',
+          h('h4', `${m}: ${c.stock[m].total_available} codes, ${c.stock[m].total_uc_available} UC available`),
+          counts(m),
+        ),
+      ),
+    ),
+    form,
+    status.el,
+  );
+}
+
+async function usageSection(id) {
+  const daily = await api('GET', `/admin/v1/usage${qs({ granularity: 'day', customer_id: id })}`);
+  return h(
+    'section',
+    h('h3', 'Usage, last 30 days (live and test)'),
+    h(
+      'div.plots',
+      usagePlot('customer-daily', 'Redeems per day by outcome', daily, OUTCOME_SERIES),
+      usagePlot('customer-billing', 'Billed and refunded per day', daily, BILLING_SERIES),
+    ),
+  );
+}

@@ -1,0 +1,190 @@
+// Jobs: the list filtered by customer, mode, status and creation time (newest first, a page at
+// a time), and one job with its codes (last 4 characters only), billing and webhook deliveries.
+import { api, qs } from './api.js';
+import { formValues, h, last4, put, statusLine, table, usd, when } from './dom.js';
+
+const hashParams = () => new URLSearchParams(location.hash.split('?')[1] ?? '');
+// <input type=datetime-local> holds a UTC time here (the console shows UTC everywhere).
+const toIso = (local) => (local ? `${local.length === 16 ? `${local}:00` : local}Z` : '');
+const toLocal = (iso) => (iso ? iso.replace(/Z$/, '').slice(0, 16) : '');
+
+export async function renderList(main) {
+  const p = hashParams();
+  const f = {
+    customer_id: p.get('customer_id') ?? '',
+    mode: p.get('mode') ?? '',
+    status: p.get('status') ?? '',
+    from: p.get('from') ?? '',
+    to: p.get('to') ?? '',
+  };
+  const select = (name, values) =>
+    h(
+      'select',
+      { name, 'aria-label': name },
+      ['', ...values].map((v) => h('option', { value: v, selected: v === f[name] }, v || `any ${name}`)),
+    );
+  const form = h(
+    'form.filters',
+    {
+      onsubmit: (e) => {
+        e.preventDefault();
+        const v = formValues(form);
+        location.hash = `#/jobs${qs({ ...v, from: toIso(v.from), to: toIso(v.to) })}`;
+      },
+    },
+    h('input', {
+      name: 'customer_id',
+      placeholder: 'customer id',
+      value: f.customer_id,
+      inputmode: 'numeric',
+      'aria-label': 'customer id',
+    }),
+    select('mode', ['live', 'test']),
+    select('status', ['queued', 'running', 'completed', 'failed', 'interrupted']),
+    h('label', 'from (UTC) ', h('input', { type: 'datetime-local', name: 'from', value: toLocal(f.from) })),
+    h('label', 'to (UTC) ', h('input', { type: 'datetime-local', name: 'to', value: toLocal(f.to) })),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  const status = statusLine();
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', hidden: true }, 'More');
+  let cursor = null;
+  const columns = [
+    ['Job', (j) => h('a', { href: `#/jobs/${j.job_id}` }, j.job_id)],
+    ['Customer', (j) => h('a', { href: `#/customers/${j.customer_id}` }, j.customer_id)],
+    ['Mode', (j) => j.mode],
+    ['Kind', (j) => (j.async ? 'async' : 'sync')],
+    ['Status', (j) => h('span', { class: `badge ${j.status}` }, j.status)],
+    ['Codes', (j) => `${j.done}/${j.codes}`],
+    ['Billed', (j) => j.billed_requests],
+    ['Refunded', (j) => j.refunded_requests],
+    ['Reference', (j) => j.reference ?? ''],
+    ['Created', (j) => when(j.created_at)],
+  ];
+  const load = async () => {
+    try {
+      const page = await api('GET', `/admin/v1/jobs${qs({ ...f, cursor, limit: 50 })}`);
+      for (const j of page.jobs)
+        tbody.append(
+          h(
+            'tr',
+            columns.map(([, cell]) => h('td', cell(j))),
+          ),
+        );
+      cursor = page.next_cursor;
+      more.hidden = !cursor;
+      if (!tbody.children.length)
+        tbody.append(h('tr', h('td.muted', { colspan: columns.length }, 'no jobs')));
+    } catch (err) {
+      status.error(err);
+    }
+  };
+  more.addEventListener('click', load);
+  put(
+    main,
+    h('header.page', h('h2', 'Jobs')),
+    form,
+    status.el,
+    h(
+      'table',
+      { 'data-table': 'jobs' },
+      h(
+        'thead',
+        h(
+          'tr',
+          columns.map(([t]) => h('th', t)),
+        ),
+      ),
+      tbody,
+    ),
+    more,
+  );
+  await load();
+}
+
+export async function renderDetail(main, jobId) {
+  const r = await api('GET', `/admin/v1/jobs/${encodeURIComponent(jobId)}`);
+  const j = r.job;
+  const b = r.billing;
+  const dl = (pairs) =>
+    h(
+      'dl',
+      pairs.map(([k, v]) => [h('dt', k), h('dd', v ?? '—')]),
+    );
+  put(
+    main,
+    h('header.page', h('h2', 'Job ', h('code', j.job_id)), h('a', { href: '#/jobs' }, '← all jobs')),
+    dl([
+      ['Customer', h('a', { href: `#/customers/${j.customer_id}` }, j.customer_id)],
+      ['Mode', j.mode],
+      ['Kind', j.async ? 'async' : 'sync'],
+      ['Status', j.status],
+      ['Player', j.player_id],
+      ['Source', j.source],
+      ['Reference', j.reference],
+      ['Idempotency key', j.idempotency_key],
+      ['Created', when(j.created_at)],
+      ['Started', when(j.started_at)],
+      ['Finished', when(j.finished_at)],
+      ['Error', j.error ? `${j.error.error_code ?? ''} ${j.error.message ?? ''}` : null],
+    ]),
+    h('h3', 'Billing'),
+    table(
+      [
+        ['Day', (x) => x.day],
+        ['Rate', (x) => usd(x.rate_micros / 1e6)],
+        ['Held (include / wallet)', (x) => `${x.hold_included} / ${x.hold_wallet}`],
+        ['Captured', (x) => `${x.captured_included} / ${x.captured_wallet}`],
+        ['Released', (x) => `${x.released_included} / ${x.released_wallet}`],
+      ],
+      [b],
+      { 'data-table': 'billing' },
+    ),
+    h('h3', 'Codes'),
+    table(
+      [
+        ['#', (c) => c.position],
+        ['Code', (c) => last4(c.code_last4)],
+        ['Category', (c) => c.category ?? '—'],
+        ['State', (c) => c.state],
+        ['Status', (c) => c.status ?? '—'],
+        ['Disposition', (c) => c.disposition ?? '—'],
+        ['Billed', (c) => (c.billed === null ? '—' : c.billed ? 'yes' : 'no')],
+        [
+          'Settlement',
+          (c) =>
+            c.settlement ??
+            (c.disposition === 'quarantined' ? h('a', { href: '#/quarantine' }, 'unsettled') : '—'),
+        ],
+        ['Finished', (c) => when(c.finished_at)],
+      ],
+      r.attempts,
+      { 'data-table': 'codes' },
+    ),
+    h('h3', 'Webhook deliveries'),
+    r.webhooks.length === 0
+      ? h('p.muted', 'No webhook events (sync requests and customers without a webhook have none).')
+      : r.webhooks.map((e) =>
+          h(
+            'section.webhook',
+            h(
+              'p',
+              h('code', e.event_id),
+              ` ${e.event} · ${e.state} · ${e.attempts} attempts`,
+              e.next_attempt_at ? ` · next ${when(e.next_attempt_at)}` : '',
+            ),
+            table(
+              [
+                ['Attempt', (d) => d.attempt],
+                ['URL', (d) => d.url],
+                ['Started', (d) => when(d.started_at)],
+                ['Status', (d) => d.status ?? '—'],
+                ['Error', (d) => d.error ?? ''],
+                ['ms', (d) => d.duration_ms],
+              ],
+              e.deliveries,
+            ),
+          ),
+        ),
+  );
+}

@@ -1,0 +1,67 @@
+// Overview: what needs attention (queue, quarantine, webhooks) and redeems per hour (24 h) and
+// per day (30 days) by outcome, and billed against refunded.
+import { api, qs } from './api.js';
+import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
+import { h, put, when } from './dom.js';
+
+const card = (name, title, value, detail, href) =>
+  h(
+    'div.card',
+    { 'data-card': name },
+    h('h3', title),
+    h('p.big', href ? h('a', { href }, String(value)) : String(value)),
+    h('p.muted', detail),
+  );
+
+export async function render(main) {
+  const mode = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode') ?? '';
+  const [o, hourly, daily] = await Promise.all([
+    api('GET', '/admin/v1/overview'),
+    api('GET', `/admin/v1/usage${qs({ granularity: 'hour', mode })}`),
+    api('GET', `/admin/v1/usage${qs({ granularity: 'day', mode })}`),
+  ]);
+  const modeSelect = h(
+    'select',
+    {
+      'aria-label': 'mode',
+      onchange: (e) => {
+        location.hash = `#/overview${e.target.value ? `?mode=${e.target.value}` : ''}`;
+      },
+    },
+    ['', 'live', 'test'].map((m) => h('option', { value: m, selected: m === mode }, m || 'live and test')),
+  );
+  put(
+    main,
+    h('header.page', h('h2', 'Overview'), modeSelect),
+    h(
+      'div.cards',
+      card(
+        'queue',
+        'Job queue',
+        o.queue.queued,
+        `${o.queue.running} running · oldest queued ${when(o.queue.oldest_queued_at)}`,
+        '#/jobs?status=queued',
+      ),
+      card(
+        'quarantine',
+        'Quarantined codes',
+        o.quarantined_codes,
+        'outcome unknown, held until checked',
+        '#/quarantine',
+      ),
+      card(
+        'webhooks',
+        'Failing webhooks',
+        o.webhooks.failing,
+        `${o.webhooks.pending} pending · ${o.webhooks.dropped_24h} dropped in 24 h`,
+      ),
+      card('customers', 'Customers', o.customers, '', '#/customers'),
+    ),
+    h(
+      'div.plots',
+      usagePlot('hourly', 'Redeems per hour, last 24 hours, by outcome', hourly, OUTCOME_SERIES),
+      usagePlot('daily', 'Redeems per day, last 30 days, by outcome', daily, OUTCOME_SERIES),
+      usagePlot('billing', 'Billed and refunded requests per day, last 30 days', daily, BILLING_SERIES),
+    ),
+  );
+}

@@ -1,0 +1,85 @@
+// Console sessions: signing in with the admin token gives the browser a random session id in an
+// HttpOnly, SameSite=Strict cookie; the token itself never reaches the cookie or page storage.
+// Sessions live in this process's memory: signing out or a restart ends them, and a session
+// found on one process is unknown to another (the admin listener is the operator's, on loopback).
+import { randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { Clock } from '../core/clock.ts';
+import { sha256Hex } from '../core/keys.ts';
+
+export const SESSION_COOKIE = 'rg_console';
+/** A session lasts this long from sign-in (no sliding renewal: sign in again each working day). */
+export const SESSION_TTL_MS = 8 * 3_600_000;
+/** Open sessions kept at most; the oldest goes first (only the token holder can create one). */
+const MAX_SESSIONS = 200;
+/**
+ * Requests that change something must carry this header when authenticated by the cookie. A
+ * cross-site page cannot send a custom header without a CORS preflight, which is never granted.
+ */
+export const CONSOLE_HEADER = 'x-console';
+
+export interface SessionStore {
+  create(): { id: string; expiresAt: Date };
+  /** The session's expiry, or null when the id is unknown or expired. */
+  check(id: string): Date | null;
+  destroy(id: string): void;
+}
+
+export function createSessionStore(clock: Clock, ttlMs = SESSION_TTL_MS): SessionStore {
+  // Keyed by the id's digest, so a lookup does not compare secrets byte by byte.
+  const sessions = new Map<string, number>();
+  const key = (id: string) => sha256Hex(id);
+  const sweep = () => {
+    const now = clock.now().getTime();
+    for (const [k, expires] of sessions) if (expires <= now) sessions.delete(k);
+  };
+  return {
+    create() {
+      sweep();
+      while (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
+      const id = randomBytes(32).toString('base64url');
+      const expiresAt = new Date(clock.now().getTime() + ttlMs);
+      sessions.set(key(id), expiresAt.getTime());
+      return { id, expiresAt };
+    },
+    check(id) {
+      const expires = sessions.get(key(id));
+      if (expires === undefined) return null;
+      if (expires <= clock.now().getTime()) {
+        sessions.delete(key(id));
+        return null;
+      }
+      return new Date(expires);
+    },
+    destroy(id) {
+      sessions.delete(key(id));
+    },
+  };
+}
+
+/** The value of one cookie in a Cookie header, or null. */
+export function cookieValue(header: string | undefined, name: string): string | null {
+  if (typeof header !== 'string') return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+/** True when the request came from this listener's own pages (see CONSOLE_HEADER). */
+export function sameOriginRequest(request: FastifyRequest): boolean {
+  if (request.headers[CONSOLE_HEADER] !== '1') return false;
+  const origin = request.headers.origin;
+  return origin === undefined || origin === `${request.protocol}://${request.headers.host}`;
+}
+
+/**
+ * Whether the console session cookie authenticates this request: a live session, and for
+ * anything but GET and HEAD a request from the console's own pages.
+ */
+export function sessionAuthorizes(request: FastifyRequest, sessions: SessionStore): boolean {
+  const id = cookieValue(request.headers.cookie, SESSION_COOKIE);
+  if (!id || !sessions.check(id)) return false;
+  return request.method === 'GET' || request.method === 'HEAD' || sameOriginRequest(request);
+}

@@ -1,0 +1,176 @@
+// Paged lists for the operator (admin API, console): customers by name or id, jobs by filters,
+// and a customer's wallet ledger. Each page is read by keyset (the last row's sort key), so a
+// page costs the same at the start and deep into a long history.
+import type { Queryable } from '../db/database.ts';
+import type { Mode } from './accounts.ts';
+import { isoUtc } from './clock.ts';
+import type { JobStatus } from './jobs.ts';
+import { usdNumber } from './money.ts';
+
+/** A cursor is opaque to clients: base64url of the last row's sort key. */
+export function encodeCursor(parts: (string | number)[]): string {
+  return Buffer.from(JSON.stringify(parts)).toString('base64url');
+}
+
+/** The parts of a cursor, or null when it is not one of ours. */
+export function decodeCursor(cursor: string): unknown[] | null {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null;
+  try {
+    const parts: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    return Array.isArray(parts) ? parts : null;
+  } catch {
+    return null;
+  }
+}
+
+const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Customers whose name contains `q` (any case) or whose id is `q`, newest first. */
+export async function listCustomers(
+  q: Queryable,
+  opts: { search?: string | undefined; afterId?: number | undefined; limit: number },
+) {
+  const search = opts.search?.trim() || null;
+  const r = await q.query<{
+    id: number;
+    name: string;
+    createdAt: Date;
+    disabledAt: Date | null;
+    planLabel: string | null;
+    planActive: boolean | null;
+  }>(
+    `select c.id, c.name, c.created_at as "createdAt", c.disabled_at as "disabledAt",
+            p.label as "planLabel", p.active as "planActive"
+       from customers c left join plans p on p.customer_id = c.id
+      where ($1::text is null or c.name ilike $2 or c.id::text = $1)
+        and ($3::bigint is null or c.id < $3)
+      order by c.id desc limit $4`,
+    [search, search === null ? null : likePattern(search), opts.afterId ?? null, opts.limit + 1],
+  );
+  const rows = r.rows.slice(0, opts.limit);
+  return {
+    customers: rows.map((c) => ({
+      customer_id: c.id,
+      name: c.name,
+      created_at: isoUtc(c.createdAt),
+      disabled: c.disabledAt !== null,
+      plan: c.planLabel === null ? null : { label: c.planLabel, active: c.planActive },
+    })),
+    next_cursor: r.rows.length > opts.limit ? encodeCursor([rows.at(-1)!.id]) : null,
+  };
+}
+
+/** One page of a customer's wallet ledger, newest first; `beforeId` continues a page. */
+export async function ledgerPage(
+  q: Queryable,
+  customerId: number,
+  mode: Mode,
+  opts: { beforeId?: number | undefined; limit: number },
+) {
+  const r = await q.query<{
+    id: number;
+    amountMicros: number;
+    balanceAfterMicros: number;
+    kind: string;
+    note: string;
+    reference: string | null;
+    createdAt: Date;
+  }>(
+    `select id, amount_micros as "amountMicros", balance_after_micros as "balanceAfterMicros", kind, note,
+            reference, created_at as "createdAt"
+       from wallet_ledger
+      where customer_id = $1 and mode = $2 and ($3::bigint is null or id < $3)
+      order by id desc limit $4`,
+    [customerId, mode, opts.beforeId ?? null, opts.limit + 1],
+  );
+  const rows = r.rows.slice(0, opts.limit);
+  return {
+    entries: rows.map((e) => ({
+      id: e.id,
+      kind: e.kind,
+      amount_usd: usdNumber(e.amountMicros),
+      balance_after_usd: usdNumber(e.balanceAfterMicros),
+      note: e.note,
+      reference: e.reference,
+      created_at: isoUtc(e.createdAt),
+    })),
+    next_cursor: r.rows.length > opts.limit ? encodeCursor([rows.at(-1)!.id]) : null,
+  };
+}
+
+export interface JobFilter {
+  customerId?: number | undefined;
+  mode?: Mode | undefined;
+  status?: JobStatus | undefined;
+  /** created_at range: from inclusive, to exclusive. */
+  from?: Date | undefined;
+  to?: Date | undefined;
+  /** Continue after this job (created_at, id), newest first. */
+  after?: { createdAt: Date; id: string } | undefined;
+  limit: number;
+}
+
+/** Jobs (sync and async) newest first, with their outcome counts and billing; no codes. */
+export async function listJobs(q: Queryable, f: JobFilter) {
+  const r = await q.query<{
+    id: string;
+    customerId: number;
+    mode: Mode;
+    isAsync: boolean;
+    status: JobStatus;
+    source: string;
+    playerId: string;
+    reference: string | null;
+    total: number;
+    createdAt: Date;
+    finishedAt: Date | null;
+    billed: number;
+    refunded: number;
+    done: number;
+  }>(
+    `select j.id, j.customer_id as "customerId", j.mode, j.is_async as "isAsync", j.status, j.source,
+            j.player_id as "playerId", j.reference, j.total, j.created_at as "createdAt",
+            j.finished_at as "finishedAt", j.captured_included + j.captured_wallet as billed,
+            j.released_included + j.released_wallet as refunded,
+            (select count(*)::int from job_codes c where c.job_id = j.id and c.state = 'done') as done
+       from jobs j
+      where ($1::bigint is null or j.customer_id = $1) and ($2::text is null or j.mode = $2)
+        and ($3::text is null or j.status = $3)
+        and ($4::timestamptz is null or j.created_at >= $4) and ($5::timestamptz is null or j.created_at < $5)
+        and ($6::timestamptz is null or (j.created_at, j.id) < ($6, $7::text))
+      order by j.created_at desc, j.id desc limit $8`,
+    [
+      f.customerId ?? null,
+      f.mode ?? null,
+      f.status ?? null,
+      f.from ?? null,
+      f.to ?? null,
+      f.after?.createdAt ?? null,
+      f.after?.id ?? null,
+      f.limit + 1,
+    ],
+  );
+  const rows = r.rows.slice(0, f.limit);
+  const last = rows.at(-1);
+  return {
+    jobs: rows.map((j) => ({
+      job_id: j.id,
+      customer_id: j.customerId,
+      mode: j.mode,
+      async: j.isAsync,
+      status: j.status,
+      source: j.source,
+      player_id: j.playerId,
+      reference: j.reference,
+      codes: j.total,
+      done: j.done,
+      billed_requests: j.billed,
+      refunded_requests: j.refunded,
+      created_at: isoUtc(j.createdAt),
+      finished_at: j.finishedAt ? isoUtc(j.finishedAt) : null,
+    })),
+    // created_at comes from the service's clock (milliseconds), so the ISO string is exact.
+    next_cursor:
+      r.rows.length > f.limit && last ? encodeCursor([last.createdAt.toISOString(), last.id]) : null,
+  };
+}

@@ -1,0 +1,278 @@
+// The Prometheus metrics of one process (contract 12.8): every series is defined here, in one
+// registry made at start and passed through the app context, never a module-level global (two
+// apps in one test process must not see each other's counts).
+//
+// Label values are closed sets: listener, method, route pattern, status, mode, outcome, result.
+// No customer id, key, code, job id, raw URL or error message is ever a label: each would make a
+// new series per value, and some are secrets.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ActivationStatus } from '../activators/activator.ts';
+import type { BreakerState } from '../activators/http.ts';
+import type { Mode } from '../core/accounts.ts';
+import type { Disposition } from '../core/jobs.ts';
+import type { Database } from '../db/database.ts';
+
+export type Listener = 'public' | 'admin';
+/** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
+export type WebhookResult = 'delivered' | 'failed' | 'dropped';
+
+const PREFIX = 'redeem_gateway_';
+const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half_open', 'open'];
+const MODES: readonly Mode[] = ['live', 'test'];
+/** A scrape answers without the jobs gauge rather than hang on a database that does not answer. */
+const JOBS_QUERY_TIMEOUT_MS = 2000;
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timed out')), ms);
+  });
+  work.catch(() => undefined); // a query that fails after the deadline is nobody's concern
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+export interface MetricsOptions {
+  /** Read at scrape time: jobs queued and running (one query), and the connection pool. */
+  db: Pick<Database, 'query'> & { poolStats?: Database['poolStats'] };
+  /** Node's process metrics (CPU, memory, event loop lag, GC); default true. */
+  processMetrics?: boolean;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** One answered HTTP request (http-metrics.ts). `route` is the route pattern, never the URL. */
+  observeRequest(listener: Listener, method: string, route: string, status: number, seconds: number): void;
+  /** A code's outcome, recorded once its transaction committed, with its capture or refund. */
+  codeOutcome(o: {
+    mode: Mode;
+    status: ActivationStatus;
+    disposition: Disposition;
+    billed: boolean;
+    /** Micro-dollars captured from the wallet (0 when the request came from the daily include). */
+    walletMicros: number;
+  }): void;
+  /** A quarantined code settled; `used` bills one request (walletMicros from the wallet, maybe 0). */
+  quarantineSettled(o: {
+    mode: Mode;
+    settlement: 'used' | 'unused';
+    by: 'check' | 'operator';
+    walletMicros: number;
+  }): void;
+  /** An async job left the queue after `waitMs` (created to started). */
+  jobStarted(mode: Mode, waitMs: number): void;
+  /** One webhook attempt's result; `lagMs` (event created → delivered) when it was delivered. */
+  webhookAttempt(mode: Mode, result: WebhookResult, lagMs: number | null): void;
+  /** One activator call (activator-metrics.ts). */
+  activatorCall(activator: string, operation: 'activate' | 'status', result: string, seconds: number): void;
+  /** Reports an activator's circuit breaker at every scrape. */
+  watchBreaker(activator: string, state: () => BreakerState): void;
+}
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const ACTIVATOR_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const QUEUE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const LAG_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400];
+
+export function createMetrics(opts: MetricsOptions): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  const httpLabels = ['listener', 'method', 'route', 'status'] as const;
+  const httpRequests = new Counter({
+    name: `${PREFIX}http_requests_total`,
+    help: 'HTTP requests answered, by listener, method, route pattern and status',
+    labelNames: httpLabels,
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: `${PREFIX}http_request_duration_seconds`,
+    help: 'Time from receiving an HTTP request to its answer, by listener, method, route pattern and status',
+    labelNames: httpLabels,
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+
+  const codeOutcomes = new Counter({
+    name: `${PREFIX}code_outcomes_total`,
+    help: 'Codes whose activation outcome was recorded, by mode, status and disposition',
+    labelNames: ['mode', 'status', 'disposition'] as const,
+    registers,
+  });
+  const billed = new Counter({
+    name: `${PREFIX}billed_requests_total`,
+    help: 'Requests billed (an outcome that bills, or a quarantined code settled as used), by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const refunded = new Counter({
+    name: `${PREFIX}refunded_requests_total`,
+    help: 'Held requests refunded because the outcome does not bill, by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const walletCaptures = new Counter({
+    name: `${PREFIX}wallet_captures_total`,
+    help: 'Billed requests paid from the wallet (not from the daily include), by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const walletCaptured = new Counter({
+    name: `${PREFIX}wallet_captured_microdollars_total`,
+    help: 'Micro-dollars (1e-6 USD) captured from wallets, by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const settlements = new Counter({
+    name: `${PREFIX}quarantine_settlements_total`,
+    help: 'Quarantined codes settled, by mode, settlement (used, unused) and by whom (check, operator)',
+    labelNames: ['mode', 'settlement', 'by'] as const,
+    registers,
+  });
+  for (const mode of MODES) {
+    for (const c of [billed, refunded, walletCaptures, walletCaptured]) c.inc({ mode }, 0);
+  }
+
+  new Gauge({
+    name: `${PREFIX}jobs`,
+    help: 'Jobs queued or running now, by status and mode (read from the database at scrape time)',
+    labelNames: ['status', 'mode'] as const,
+    registers,
+    async collect() {
+      try {
+        // Served by the partial index jobs_unfinished: cheap however many jobs have finished.
+        const query = opts.db.query<{ status: 'queued' | 'running'; mode: Mode; n: number }>(
+          `select status, mode, count(*)::int as n from jobs
+            where status in ('queued', 'running') group by status, mode`,
+        );
+        const r = await withTimeout(query, JOBS_QUERY_TIMEOUT_MS);
+        for (const status of ['queued', 'running'] as const)
+          for (const mode of MODES) this.set({ status, mode }, 0);
+        for (const row of r.rows) this.set({ status: row.status, mode: row.mode }, row.n);
+      } catch {
+        // The database is away or slow: no series rather than stale or zero ones; the scrape
+        // still answers with everything else (the pool and request series matter most then).
+        this.reset();
+      }
+    },
+  });
+  const queueWait = new Histogram({
+    name: `${PREFIX}job_queue_wait_seconds`,
+    help: 'Time async jobs waited in the queue (created to started), by mode',
+    labelNames: ['mode'] as const,
+    buckets: QUEUE_BUCKETS,
+    registers,
+  });
+
+  const webhookAttempts = new Counter({
+    name: `${PREFIX}webhook_deliveries_total`,
+    help: 'Webhook delivery attempts by mode and result (delivered; failed, retry due; dropped, no retries left)',
+    labelNames: ['mode', 'result'] as const,
+    registers,
+  });
+  const webhookLag = new Histogram({
+    name: `${PREFIX}webhook_delivery_lag_seconds`,
+    help: 'Time from a webhook event being written to its delivery, by mode',
+    labelNames: ['mode'] as const,
+    buckets: LAG_BUCKETS,
+    registers,
+  });
+
+  const activatorCalls = new Counter({
+    name: `${PREFIX}activator_calls_total`,
+    help: 'Activator calls by activator, operation (activate, status) and result',
+    labelNames: ['activator', 'operation', 'result'] as const,
+    registers,
+  });
+  const activatorDuration = new Histogram({
+    name: `${PREFIX}activator_call_duration_seconds`,
+    help: 'Activator call latency by activator and operation',
+    labelNames: ['activator', 'operation'] as const,
+    buckets: ACTIVATOR_BUCKETS,
+    registers,
+  });
+  const breakers = new Map<string, () => BreakerState>();
+  new Gauge({
+    name: `${PREFIX}activator_breaker_state`,
+    help: 'Circuit breaker of an activator: 1 for its current state (closed, half_open, open), 0 for the others',
+    labelNames: ['activator', 'state'] as const,
+    registers,
+    collect() {
+      for (const [activator, read] of breakers) {
+        const current = read();
+        for (const state of BREAKER_STATES) this.set({ activator, state }, state === current ? 1 : 0);
+      }
+    },
+  });
+
+  new Gauge({
+    name: `${PREFIX}db_pool_connections`,
+    help: 'Database connections by state (in_use, idle); PGlite has one connection and reports only max',
+    labelNames: ['state'] as const,
+    registers,
+    collect() {
+      const s = opts.db.poolStats?.();
+      if (!s || s.idle === undefined) return;
+      this.set({ state: 'in_use' }, s.total - s.idle);
+      this.set({ state: 'idle' }, s.idle);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}db_pool_waiting`,
+    help: 'Queries waiting for a free database connection',
+    registers,
+    collect() {
+      const s = opts.db.poolStats?.();
+      if (s?.waiting !== undefined) this.set(s.waiting);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}db_pool_max`,
+    help: 'Largest number of database connections the pool opens (1 for PGlite)',
+    registers,
+    collect() {
+      const s = opts.db.poolStats?.();
+      if (s) this.set(s.max);
+    },
+  });
+
+  return {
+    registry,
+    observeRequest(listener, method, route, status, seconds) {
+      const labels = { listener, method, route, status: String(status) };
+      httpRequests.inc(labels);
+      httpDuration.observe(labels, seconds);
+    },
+    codeOutcome(o) {
+      codeOutcomes.inc({ mode: o.mode, status: o.status, disposition: o.disposition });
+      (o.billed ? billed : refunded).inc({ mode: o.mode });
+      if (o.walletMicros > 0) {
+        walletCaptures.inc({ mode: o.mode });
+        walletCaptured.inc({ mode: o.mode }, o.walletMicros);
+      }
+    },
+    quarantineSettled(o) {
+      settlements.inc({ mode: o.mode, settlement: o.settlement, by: o.by });
+      if (o.settlement !== 'used') return;
+      billed.inc({ mode: o.mode });
+      if (o.walletMicros > 0) {
+        walletCaptures.inc({ mode: o.mode });
+        walletCaptured.inc({ mode: o.mode }, o.walletMicros);
+      }
+    },
+    jobStarted(mode, waitMs) {
+      queueWait.observe({ mode }, Math.max(0, waitMs) / 1000);
+    },
+    webhookAttempt(mode, result, lagMs) {
+      webhookAttempts.inc({ mode, result });
+      if (lagMs !== null) webhookLag.observe({ mode }, Math.max(0, lagMs) / 1000);
+    },
+    activatorCall(activator, operation, result, seconds) {
+      activatorCalls.inc({ activator, operation, result });
+      activatorDuration.observe({ activator, operation }, seconds);
+    },
+    watchBreaker(activator, state) {
+      breakers.set(activator, state);
+    },
+  };
+}

@@ -1,0 +1,118 @@
+// The database cost of the hot path, counted exactly: statements, round trips and commits of one
+// GET /v1/me and one sync one-code redeem, through the database seam (Database.counters) and, on
+// PostgreSQL, by the server itself (pg_stat_database.xact_commit of this file's own database).
+// The numbers are today's; a change that adds a round trip fails here. Cut them, then tighten them.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { countersNow, type DatabaseCounters } from '../src/db/database.ts';
+import { bearer, createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
+import { onPostgres } from './helpers/db.ts';
+import { redeem, uniqueCode } from './helpers/redeem.ts';
+
+let t: TestApp;
+beforeAll(async () => {
+  // One connection: every commit of the app happens on one backend, whose statistics are flushed
+  // on demand before each reading (pg_stat_force_next_flush), so the server's count is exact. A
+  // second backend's statistics arrive whenever it flushes them, which no test can wait for.
+  t = await createTestApp({ jobWorker: false, poolMax: 1 });
+});
+afterAll(() => t.close());
+
+/**
+ * The test-mode sandbox keeps its state in the same database: one statement and commit of every
+ * redeemed OK code is its own, not the gateway's (a live key's activator makes an HTTP call).
+ */
+const SANDBOX_PER_CODE = 1;
+
+interface Cost extends DatabaseCounters {
+  /** Transactions PostgreSQL committed for the request (pg_stat_database), or null on PGlite. */
+  serverCommits: number | null;
+}
+
+/** xact_commit of this database once our one backend has flushed its statistics. */
+async function serverCommits(): Promise<number> {
+  await t.ctx.db.query('select pg_stat_force_next_flush()');
+  const r = await t.ctx.db.query<{ n: number }>(
+    'select xact_commit::int8 as n from pg_stat_database where datname = current_database()',
+  );
+  return r.rows[0]!.n;
+}
+
+/** The cost of `fn`, counted on the app's handle and by the server. */
+async function costOf(fn: () => Promise<unknown>): Promise<Cost> {
+  const serverBefore = onPostgres ? await serverCommits() : 0;
+  const before = countersNow(t.ctx.db);
+  await fn();
+  const after = countersNow(t.ctx.db);
+  // The reading itself: the select of the first reading and the flush of the second one are
+  // counted between the two.
+  const serverAfter = onPostgres ? await serverCommits() : 0;
+  return {
+    statements: after.statements - before.statements,
+    roundTrips: after.roundTrips - before.roundTrips,
+    commits: after.commits - before.commits,
+    serverCommits: onPostgres ? serverAfter - serverBefore - 2 : null,
+  };
+}
+
+const getMe = (key: string) => t.api.inject({ method: 'GET', url: '/v1/me', headers: bearer(key) });
+
+const oneCode = () => ({ player_id: '5123456789', codes: [`${uniqueCode('OKAY')}-60`] });
+
+describe('cost of the hot path', () => {
+  test('GET /v1/me', async () => {
+    const m = await createMerchant(t, { topup: { test: 1 } });
+    const first = await costOf(async () => expect((await getMe(m.key)).statusCode).toBe(200));
+    const again = await costOf(async () => expect((await getMe(m.key)).statusCode).toBe(200));
+    // Before issue 10: 3 statements (key, account for the body, account again for the headers).
+    // One statement: the account with the key's revocation and the customer's state, which also
+    // gives the quota headers. The first request of a key in this process looks the key up first.
+    const one = { statements: 1, roundTrips: 1, commits: 1, serverCommits: onPostgres ? 1 : null };
+    const miss = { statements: 2, roundTrips: 2, commits: 2, serverCommits: onPostgres ? 2 : null };
+    expect(first).toEqual(miss);
+    expect(again).toEqual(one);
+  });
+
+  test('sync one-code redeem, first request of a key and a later one', async () => {
+    const m = await createMerchant(t, { topup: { test: 1 } });
+    const other = await issueTestKey(t, m.customerId, { scopes: ['redeem', 'read'] });
+    const send = (key: string) => async () => {
+      const res = await redeem(t, key, oneCode());
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().summary.activated).toBe(1);
+    };
+    const first = await costOf(send(other.key));
+    const later = await costOf(send(other.key));
+    // The gateway's 20 statements in 24 round trips and 11 commits, plus the sandbox's one
+    // (before issue 10: 22 statements, 28 round trips, 11 commits).
+    const commits = 11 + SANDBOX_PER_CODE;
+    const today = {
+      statements: 20 + SANDBOX_PER_CODE,
+      roundTrips: 24 + SANDBOX_PER_CODE,
+      commits,
+      serverCommits: onPostgres ? commits : null,
+    };
+    expect(first).toEqual(today);
+    expect(later).toEqual(today);
+  });
+
+  test('a free plan (every request from the wallet at $0) writes no money rows', async () => {
+    const m = await createMerchant(t, { plan: { daily_limit: null, per_request_usd: '0' } });
+    const send = async () => {
+      const res = await redeem(t, m.key, oneCode());
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['svc-cost']).toBe('1');
+    };
+    // The first redeem makes the account row (the customer never had a top-up): 2 statements more.
+    expect((await costOf(send)).statements).toBe(22 + SANDBOX_PER_CODE);
+    // Then as cheap as an included request: no hold on the account, no balance update, no ledger
+    // row of $0 (before issue 10: 3 statements more).
+    expect((await costOf(send)).statements).toBe(20 + SANDBOX_PER_CODE);
+    const ledger = await t.ctx.db.query('select 1 from wallet_ledger where customer_id = $1', [m.customerId]);
+    expect(ledger.rows).toEqual([]);
+    const account = await t.ctx.db.query<{ held: number; balance: number }>(
+      'select held_micros as held, balance_micros as balance from accounts where customer_id = $1',
+      [m.customerId],
+    );
+    expect(account.rows).toEqual([{ held: 0, balance: 0 }]);
+  });
+});
