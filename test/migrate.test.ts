@@ -71,6 +71,11 @@ describe('migration files', () => {
       ['create table a (x int)', 'insert into a values (1)'],
     );
   });
+
+  test('splitStatements keeps a $$ function body whole, its comments and semicolons too', () => {
+    const body = 'create function f() returns int\nlanguage plpgsql as $$\nbegin\n  -- why\n  perform 1;\n  return 1;\nend $$';
+    expect(splitStatements(`-- c\n${body};\nselect f();\n`)).toEqual([body, 'select f()']);
+  });
 });
 
 // A new PGlite database takes seconds to create, longer when other files run beside it.

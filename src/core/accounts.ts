@@ -74,10 +74,11 @@ export async function setSubscription(q: Queryable, customerId: number, sub: Sub
   );
 }
 
-interface AccountRow {
+/** An account as read by SQL (pg rows give Date, the SQL function account_state an ISO string). */
+export interface AccountRow {
   disabled: boolean;
   subRequired: boolean;
-  subExpiresAt: Date | null;
+  subExpiresAt: Date | string | null;
   label: string | null;
   dailyLimit: number | null;
   perRequestMicros: number | null;
@@ -143,7 +144,7 @@ export async function loadKeyAccountState(
   return row ? { revokedAt: row.revokedAt, state: accountStateFrom(key.customerId, row) } : null;
 }
 
-function accountStateFrom(customerId: number, row: AccountRow): AccountState {
+export function accountStateFrom(customerId: number, row: AccountRow): AccountState {
   return {
     customerId,
     disabled: row.disabled,
@@ -157,7 +158,10 @@ function accountStateFrom(customerId: number, row: AccountRow): AccountState {
             overage: row.overage!,
             active: row.active!,
           },
-    subscription: { required: row.subRequired, expiresAt: row.subExpiresAt },
+    subscription: {
+      required: row.subRequired,
+      expiresAt: row.subExpiresAt === null ? null : new Date(row.subExpiresAt),
+    },
     balanceMicros: row.balanceMicros,
     heldMicros: row.heldMicros,
     usedToday: row.usedToday,

@@ -8,6 +8,7 @@
 // at most 30 times and the work per call is bounded. A single statement is its own transaction:
 // one round trip, and the lock is held only for that statement.
 import type { Queryable } from '../db/database.ts';
+import { ApiError } from '../http/errors.ts';
 
 /** Requests accepted per key in any window. */
 export const BURST_LIMIT = 30;
@@ -25,23 +26,10 @@ export interface BurstSlot {
   retryAfterSec?: number;
 }
 
-// $1 key id, $2 now (Unix ms), $3 window (ms), $4 limit. A time counts while it is in
-// (now - window, now]; a time after `now` (another process's clock running ahead) counts too, so
-// clock skew between processes can only make the limit stricter, never let a 31st through.
-// In SET, `w.*` is the row as it was before this statement, in every expression.
-const TAKE_SQL = `
-insert into burst_windows as w (key_id, hits_ms, accepted)
-values ($1, array[$2::bigint], true)
-on conflict (key_id) do update set
-  accepted = (select count(*) from unnest(w.hits_ms) h where h > $2::bigint - $3::bigint) < $4::bigint,
-  hits_ms = array(select h from unnest(w.hits_ms) h where h > $2::bigint - $3::bigint order by h)
-    || case
-         when (select count(*) from unnest(w.hits_ms) h where h > $2::bigint - $3::bigint) < $4::bigint
-         then array[$2::bigint]
-         else '{}'::bigint[]
-       end
-returning accepted, hits_ms as "hitsMs"`;
-
+// The take is the SQL function burst_take (migration 0011), also run inside a redeem's phase 1.
+// A time counts while it is in (now - window, now]; a time after `now` (another process's clock
+// running ahead) counts too, so clock skew between processes can only make the limit stricter,
+// never let a 31st through.
 /**
  * Takes one burst slot for `keyId` at `now`: accepted and recorded when fewer than 30 requests
  * of the key were accepted in (now - 10 s, now]; refused otherwise, and a refusal is not
@@ -50,15 +38,15 @@ returning accepted, hits_ms as "hitsMs"`;
  */
 export async function takeBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
   const nowMs = now.getTime();
-  const r = await q.query<{ accepted: boolean; hitsMs: Array<number | string> }>(
-    TAKE_SQL,
+  const r = await q.query<{ ok: boolean; hits: Array<number | string> }>(
+    'select ok, hits from burst_take($1, $2, $3, $4)',
     [keyId, nowMs, BURST_WINDOW_MS, BURST_LIMIT],
     'burst_take',
   );
   const row = r.rows[0];
   if (!row) throw new Error('burst limit upsert returned no row');
   // pg returns bigint[] elements as strings, PGlite as numbers.
-  return burstSlotFrom(row.accepted, row.hitsMs.map(Number), nowMs);
+  return burstSlotFrom(row.ok, row.hits.map(Number), nowMs);
 }
 
 /** The key's window at `now` without taking a slot (for the headers of a refused request). */
@@ -84,4 +72,15 @@ export function burstSlotFrom(allowed: boolean, countedMs: readonly number[], no
   };
   if (!allowed) slot.retryAfterSec = Math.max(1, untilOldestLeaves);
   return slot;
+}
+
+/** The contract's 429 for a refused slot. */
+export function rateLimitedError(slot: BurstSlot): ApiError {
+  const sec = slot.retryAfterSec ?? 1;
+  return new ApiError(
+    'rate_limited',
+    `more than ${slot.limit} requests in 10 seconds for this key; retry after ${sec} s`,
+    { retry_after_sec: sec },
+    { 'Retry-After': String(sec) },
+  );
 }

@@ -164,7 +164,11 @@ export function codeResults(
 }
 
 /** The redeem result of contract section 3 (the caller adds request_id, and job_id for jobs). */
-export function buildResult(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
+export function buildResult(
+  job: Pick<JobRow, 'customerId' | 'mode' | 'source' | 'playerId' | 'reference'>,
+  rows: JobCodeRow[],
+  codeKey: Buffer,
+) {
   const codes = codeResults(job, rows, codeKey);
   const summary = { activated: 0, code_used: 0, invalid_code: 0, bad_player: 0, failed: 0 };
   let ucDelivered = 0;

@@ -1,12 +1,14 @@
 // Running a redeem's codes and finishing it: the phases after phase 1 (redeem.ts).
-//   Per code: mark it out with the upstream (committed), call the activator outside any
-//   transaction, then record the outcome with its capture or release in one transaction.
-//   Last: finish the job and make its key replayable (async: its webhook event in the outbox).
+//   Per code: mark it out with the upstream (committed; phase 1 marked a sync job's first codes
+//   already), call the activator outside any transaction, then record the outcome with its
+//   capture or release in one commit (redeem_record_outcome, migration 0011). The commit of a sync
+//   job's last outcome also finishes the job and makes its key replayable; an async job ends with
+//   its webhook event in the outbox.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION, type Queryable } from '../db/database.ts';
+import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../db/database.ts';
 import { ApiError, databaseUnavailable } from '../http/errors.ts';
-import type { Mode } from './accounts.ts';
-import { captureOne, releaseOne } from './billing.ts';
+import { type AccountRow, type AccountState, accountStateFrom, type Mode } from './accounts.ts';
+import { utcDay } from './clock.ts';
 import { decryptCode } from './code-crypto.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import {
@@ -21,7 +23,6 @@ import {
 } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
 import type { Caller, RedeemDeps } from './redeem.ts';
-import { setStockState } from './stock.ts';
 import { enqueueJobEvent } from './webhook-events.ts';
 
 /** Codes of one job sent to the upstream at once, unless CODE_CONCURRENCY says otherwise. */
@@ -42,19 +43,87 @@ export interface ExecuteOptions {
   databaseTimeoutMs?: number;
 }
 
-/** Runs every pending code of a job, a few at a time. Returns how many requests this run billed. */
+/** A code to attempt, as its job's run holds it (the code itself in memory, never logged). */
+export interface CodeToRun {
+  position: number;
+  /** The code itself (a stored one is decrypted only when its turn comes). */
+  code: () => string;
+  last4: string;
+  stockId: number | null;
+  category: string | null;
+  uc: number | null;
+  /** `sending`: phase 1 marked it out with the upstream already. */
+  state: 'pending' | 'sending';
+}
+
+/** What a run needs to know of its job. */
+export type RunningJob = Pick<
+  JobRow,
+  'id' | 'customerId' | 'mode' | 'playerId' | 'source' | 'isAsync' | 'leaseExpiresAt'
+>;
+
+/** A sync job finished by the commit of its last outcome: what the answer is made of. */
+export interface FinishedSync {
+  status: number;
+  codes: JobCodeRow[];
+  account: AccountState;
+}
+
+/** Runs every pending code of a job (the job worker). Returns how many requests this run billed. */
 export async function executeJob(
   deps: RedeemDeps,
   jobId: string,
   opts: ExecuteOptions = {},
 ): Promise<number> {
-  const config = deps.config;
-  const codeConcurrency = opts.codeConcurrency ?? config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY;
-  const databaseTimeoutMs = opts.databaseTimeoutMs ?? config?.DATABASE_TIMEOUT_MS ?? 5000;
   const job = await loadJob(deps.db, jobId);
   if (!job) throw new Error(`job ${jobId} not found`);
   if (job.isAsync && job.startedAt) deps.metrics?.jobStarted(job.mode, +job.startedAt - +job.createdAt);
-  const pending = (await loadJobCodes(deps.db, jobId)).filter((r) => r.state === 'pending');
+  const pending = (await loadJobCodes(deps.db, jobId))
+    .filter((r) => r.state === 'pending')
+    .map((r) => ({
+      position: r.position,
+      code: () =>
+        decryptCode(deps.codeKey, r.codeEncrypted!, {
+          table: 'job_codes',
+          customerId: job.customerId,
+          mode: job.mode,
+          codeHash: r.codeHash,
+        }),
+      last4: r.last4,
+      stockId: r.stockId,
+      category: r.category,
+      uc: r.uc,
+      state: 'pending' as const,
+    }));
+  return (await runCodes(deps, job, pending, null, opts)).billed;
+}
+
+/**
+ * Runs a sync job phase 1 has just written (its codes in hand, the first ones marked), finishing
+ * it with its last outcome. `finished` is null when that did not happen (the job was taken over,
+ * or no outcome was left to record it): the caller then finishes it with finishSyncJob.
+ */
+export async function runSyncJob(
+  deps: RedeemDeps,
+  job: RunningJob,
+  todo: CodeToRun[],
+  requestId: string,
+  opts: ExecuteOptions = {},
+): Promise<{ billed: number; finished: FinishedSync | null }> {
+  return runCodes(deps, job, todo, { requestId }, opts);
+}
+
+async function runCodes(
+  deps: RedeemDeps,
+  job: RunningJob,
+  pending: CodeToRun[],
+  finish: { requestId: string } | null,
+  opts: ExecuteOptions,
+): Promise<{ billed: number; finished: FinishedSync | null }> {
+  const config = deps.config;
+  const codeConcurrency = opts.codeConcurrency ?? config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY;
+  const databaseTimeoutMs = opts.databaseTimeoutMs ?? config?.DATABASE_TIMEOUT_MS ?? 5000;
+  const jobId = job.id;
   const lease: Lease = { until: job.leaseExpiresAt?.getTime() ?? 0 };
   // A sync request must not hang while the database is away: it answers 503 after
   // databaseTimeoutMs of failures, and this run goes on in the background (see below).
@@ -74,6 +143,7 @@ export async function executeJob(
     onStalled: job.isAsync ? null : { afterMs: databaseTimeoutMs, call: () => stalled?.() },
   };
   let billed = 0;
+  let finished: FinishedSync | null = null;
   let next = 0;
   const heartbeat = setInterval(() => {
     void extendLease(deps, jobId, lease).catch((err) =>
@@ -89,7 +159,9 @@ export async function executeJob(
         while (next < pending.length && !failure && !answered) {
           const row = pending[next++]!;
           try {
-            if (await attemptCode(deps, job, row, retry)) billed += 1;
+            const attempt = await attemptCode(deps, job, row, retry, finish);
+            if (attempt.billed) billed += 1;
+            finished ??= attempt.finished;
           } catch (error) {
             failure ??= { error };
           }
@@ -100,7 +172,7 @@ export async function executeJob(
     } finally {
       clearInterval(heartbeat);
     }
-    return billed;
+    return { billed, finished };
   })();
   if (job.isAsync) return work;
   try {
@@ -152,9 +224,9 @@ async function whileLeased<T>(
       const delay = Math.min(2000, 100 * 2 ** attempt);
       if (!isConnectionError(err) || now + delay >= retry.lease.until) throw err;
       retry.failingSince ??= startedAt;
+      const failingSince = retry.failingSince;
       // Answer before the next try would take the request past its deadline.
-      if (retry.onStalled && now + delay - retry.failingSince >= retry.onStalled.afterMs)
-        retry.onStalled.call();
+      if (retry.onStalled && now + delay - failingSince >= retry.onStalled.afterMs) retry.onStalled.call();
       if (attempt === 0) deps.logger.warn({ err }, `database unavailable while ${what}; retrying`);
       await sleep(delay);
     }
@@ -172,50 +244,46 @@ async function extendLease(deps: RedeemDeps, jobId: string, lease: Lease) {
   lease.until = r.rowCount > 0 ? Math.max(lease.until, until) : 0;
 }
 
-/** One code: mark it out with the upstream, call the activator, record the outcome. Returns billed. */
+/**
+ * One code: mark it out with the upstream (unless phase 1 did), call the activator, record the
+ * outcome. Returns whether it was billed, and the finished job when its commit finished it.
+ */
 async function attemptCode(
   deps: RedeemDeps,
-  job: JobRow,
-  row: JobCodeRow,
+  job: RunningJob,
+  row: CodeToRun,
   retry: RetryState,
-): Promise<boolean> {
+  finish: { requestId: string } | null,
+): Promise<{ billed: boolean; finished: FinishedSync | null }> {
   const { db, clock } = deps;
-  const code = decryptCode(deps.codeKey, row.codeEncrypted!, {
-    table: 'job_codes',
-    customerId: job.customerId,
-    mode: job.mode,
-    codeHash: row.codeHash,
-  });
-  // The mark carries its own time, so a retry after a lost answer recognises its own mark.
-  const markedAt = clock.now();
-  try {
-    // Only while this process still owns the running job: once recovery has taken it over (a
-    // lost lease), its pending codes were released and must not be sent.
-    const marked = await whileLeased(deps, retry, 'marking a code as sent', () =>
-      db.query(
-        `update job_codes set state = 'sending', started_at = $3
-          where job_id = $1 and position = $2
-            and (state = 'pending' or (state = 'sending' and started_at = $3))
-            and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $4)`,
-        [job.id, row.position, markedAt, INSTANCE_ID],
-        'code_mark_sending',
-      ),
-    );
-    if (marked.rowCount === 0) return false;
-  } catch (err) {
-    if (!isPgError(err, PG_UNIQUE_VIOLATION)) throw err;
-    // The same code is out with the upstream for another request: never send it twice at once.
-    await whileLeased(deps, retry, 'recording an outcome', () =>
-      recordOutcome(deps, job, row, { status: 'failed', unknown: false }, 'pending'),
-    );
-    return false;
+  const code = row.code();
+  if (row.state === 'pending') {
+    // The mark carries its own time, so a retry after a lost answer recognises its own mark.
+    const markedAt = clock.now();
+    try {
+      // Only while this process still owns the running job: once recovery has taken it over (a
+      // lost lease), its pending codes were released and must not be sent.
+      const marked = await whileLeased(deps, retry, 'marking a code as sent', () =>
+        db.query(
+          `update job_codes set state = 'sending', started_at = $3
+            where job_id = $1 and position = $2
+              and (state = 'pending' or (state = 'sending' and started_at = $3))
+              and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $4)`,
+          [job.id, row.position, markedAt, INSTANCE_ID],
+          'code_mark_sending',
+        ),
+      );
+      if (marked.rowCount === 0) return { billed: false, finished: null };
+    } catch (err) {
+      if (!isPgError(err, PG_UNIQUE_VIOLATION)) throw err;
+      // The same code is out with the upstream for another request: never send it twice at once.
+      const finished = await whileLeased(deps, retry, 'recording an outcome', () =>
+        recordOutcome(deps, job, row, { status: 'failed', unknown: false }, 'pending', finish),
+      );
+      return { billed: false, finished };
+    }
   }
-  let outcome: {
-    status: JobCodeRow['status'] & string;
-    unknown?: boolean;
-    category?: string | null;
-    uc?: number | null;
-  };
+  let outcome: Outcome;
   try {
     outcome = await deps
       .activatorFor(job.mode)
@@ -226,103 +294,116 @@ async function attemptCode(
     outcome = { status: 'failed', unknown: true };
   }
   // The answer is known: it is recorded as soon as the database lets us, while the job is ours.
-  await whileLeased(deps, retry, 'recording an outcome', () =>
-    recordOutcome(deps, job, row, outcome, 'sending'),
+  const finished = await whileLeased(deps, retry, 'recording an outcome', () =>
+    recordOutcome(deps, job, row, outcome, 'sending', finish),
   );
-  return BILLED_STATUSES.has(outcome.status);
+  return { billed: BILLED_STATUSES.has(outcome.status), finished };
 }
 
-/** Records a code's outcome with its capture or release and its stock state, in one transaction. */
-export async function recordOutcome(
-  deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
-  job: Pick<JobRow, 'id' | 'source' | 'mode'>,
-  row: Pick<JobCodeRow, 'position' | 'stockId' | 'category' | 'uc'>,
-  outcome: {
-    status: JobCodeRow['status'] & string;
-    unknown?: boolean;
-    category?: string | null;
-    uc?: number | null;
-  },
-  fromState: 'pending' | 'sending',
-  tx?: Queryable,
-): Promise<void> {
-  const status = outcome.status;
-  const billed = BILLED_STATUSES.has(status);
-  const disposition = dispositionOf(status, outcome.unknown === true, job.source);
-  const work = async (q: Queryable) => {
-    const updated = await q.query(
-      `update job_codes set state = 'done', status = $3, error_code = $4, disposition = $5, billed = $6,
-              category = coalesce(category, $7), uc = coalesce(uc, $8), finished_at = $9
-        where job_id = $1 and position = $2 and state = $10`,
-      [
-        job.id,
-        row.position,
-        status,
-        ERROR_CODE_OF[status],
-        disposition,
-        billed,
-        outcome.category ?? null,
-        outcome.uc ?? null,
-        deps.clock.now(),
-        fromState,
-      ],
-      'code_outcome',
-    );
-    // Recorded already (by recovery racing a slow process): never bill twice.
-    if (updated.rowCount === 0) return null;
-    let walletMicros = 0;
-    if (billed) walletMicros = await captureOne(q, job.id, deps.clock);
-    else await releaseOne(q, job.id);
-    if (row.stockId !== null) await setStockState(q, [row.stockId], STOCK_STATE_OF[disposition], deps.clock);
-    await q.query(
-      'update jobs set lease_expires_at = greatest(lease_expires_at, $2) where id = $1',
-      [job.id, new Date(deps.clock.now().getTime() + LEASE_MS)],
-      'job_lease_keep',
-    );
-    return walletMicros;
-  };
-  const walletMicros = tx ? await work(tx) : await deps.db.transaction(work);
-  // Counted after the commit, so a rolled-back outcome counts nothing (a caller's `tx`: once recorded in it).
-  if (walletMicros !== null)
-    deps.metrics?.codeOutcome({ mode: job.mode, status, disposition, billed, walletMicros });
+interface Outcome {
+  status: JobCodeRow['status'] & string;
+  unknown?: boolean;
+  category?: string | null;
+  uc?: number | null;
+}
+
+/** What redeem_record_outcome answers. */
+interface OutcomeRow {
+  recorded: boolean;
+  wallet_micros?: number;
+  finished?: number;
+  codes?: JobCodeRow[];
+  account?: AccountRow;
 }
 
 /**
- * Last phase of a sync redeem: the job is completed and its key answers with a replay. Throws
- * 503 unavailable when recovery took the job over meanwhile (its key was released, so a retry
- * with the same key resumes from the recorded outcomes).
+ * Records a code's outcome with its capture or release and its stock state, in one commit. With
+ * `finish` (a sync job's run), the commit of the job's last outcome also finishes the job and its
+ * key, and what the answer needs comes back with it.
+ */
+export async function recordOutcome(
+  deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
+  job: Pick<JobRow, 'id' | 'source' | 'mode' | 'customerId'>,
+  row: Pick<JobCodeRow, 'position'>,
+  outcome: Outcome,
+  fromState: 'pending' | 'sending',
+  finish: { requestId: string } | null = null,
+): Promise<FinishedSync | null> {
+  const status = outcome.status;
+  const billed = BILLED_STATUSES.has(status);
+  const disposition = dispositionOf(status, outcome.unknown === true, job.source);
+  const now = deps.clock.now();
+  const r = await deps.db.query<{ r: OutcomeRow }>(
+    'select redeem_record_outcome($1::jsonb) as r',
+    [
+      JSON.stringify({
+        job_id: job.id,
+        position: row.position,
+        from_state: fromState,
+        status,
+        error_code: ERROR_CODE_OF[status],
+        disposition,
+        billed,
+        category: outcome.category ?? null,
+        uc: outcome.uc ?? null,
+        now: now.toISOString(),
+        lease_until: new Date(now.getTime() + LEASE_MS).toISOString(),
+        stock_state: STOCK_STATE_OF[disposition],
+        finish: finish !== null,
+        owner: INSTANCE_ID,
+        customer_id: job.customerId,
+        mode: job.mode,
+        day: utcDay(now),
+        request_id: finish?.requestId ?? null,
+      }),
+    ],
+    'redeem_record_outcome',
+  );
+  const recorded = r.rows[0]!.r;
+  // Recorded already (by recovery racing a slow process): never billed, nor counted, twice.
+  if (!recorded.recorded) return null;
+  // Counted after the commit, so a rolled-back outcome counts nothing.
+  deps.metrics?.codeOutcome({
+    mode: job.mode,
+    status,
+    disposition,
+    billed,
+    walletMicros: recorded.wallet_micros ?? 0,
+  });
+  if (recorded.finished === undefined) return null;
+  return {
+    status: recorded.finished,
+    codes: recorded.codes!,
+    account: accountStateFrom(job.customerId, recorded.account!),
+  };
+}
+
+/**
+ * Last phase of a sync redeem whose last outcome did not finish it: the job is completed and its
+ * key answers with a replay. Returns the status stored with the key. Throws 503 unavailable when
+ * recovery took the job over meanwhile (its key was released, so a retry with the same key
+ * resumes from the recorded outcomes).
  */
 export async function finishSyncJob(
   deps: RedeemDeps,
   caller: Caller,
   jobId: string,
-  status: number,
   requestId: string,
-) {
-  // One statement, so atomic on its own: the job, then its key found by primary key (the job
-  // names it), only while the job is still ours to finish.
-  const r = await deps.db.query<{ finished: number }>(
-    `with finished as (
-       update jobs set status = 'completed', finished_at = $2, lease_owner = null
-        where id = $1 and status = 'running' and lease_owner = $3 and customer_id = $4 and mode = $5
-       returning customer_id, mode, idempotency_key
-     ), answered as (
-       update idempotency_keys k set state = 'done', response_status = $6, response_request_id = $7
-         from finished f
-        where k.customer_id = f.customer_id and k.mode = f.mode and k.key = f.idempotency_key and k.job_id = $1
-       returning 1
-     )
-     select (select count(*) from finished)::int as finished, (select count(*) from answered)::int as answered`,
-    [jobId, deps.clock.now(), INSTANCE_ID, caller.customerId, caller.mode, status, requestId],
+): Promise<number> {
+  const r = await deps.db.query<{ status: number | null }>(
+    'select job_finish_sync($1, $2, $3, $4, $5, $6) as status',
+    [jobId, deps.clock.now(), INSTANCE_ID, caller.customerId, caller.mode, requestId],
     'sync_job_finish',
   );
-  if (r.rows[0]!.finished === 0)
+  const status = r.rows[0]!.status;
+  if (status === null)
     throw new ApiError(
       'unavailable',
       'the redeem was interrupted; retry with the same Idempotency-Key',
       {},
       { 'Retry-After': '1' },
     );
+  return status;
 }
 
 /** Last phase of an async job: completed, and its redeem.completed event in the outbox. */

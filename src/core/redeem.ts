@@ -1,10 +1,11 @@
 // A redeem as a sequence of atomic phases (DESIGN: the database is the coordinator).
-//   Phase 1 (this file), one transaction: idempotency key, stock reservation, billing hold, the
-//   job and its codes.
-//   Per code and last phase (redeem-run.ts): mark a code out with the upstream (committed), call
-//   the activator outside any transaction, record the outcome with its capture or release in one
-//   transaction; then finish the job and make its key replayable.
-// A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
+//   Phase 1 (this file), one commit: burst slot, idempotency key, stock reservation, billing
+//   hold, the job and its codes, the first of them already marked out with the upstream.
+//   Per code and last phase (redeem-run.ts): call the activator outside any transaction, record
+//   the outcome with its capture or release in one commit; the commit of a sync job's last
+//   outcome also finishes the job and makes its key replayable.
+// A sync redeem of one code is thus two commits, each one statement calling one SQL function
+// (migration 0011). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
 
 import type { Logger } from 'pino';
 import type { Activator } from '../activators/activator.ts';
@@ -12,14 +13,23 @@ import type { Config } from '../config.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Metrics } from '../metrics/registry.ts';
-import type { Mode } from './accounts.ts';
-import { applyHold, decideHold, type Hold, loadLockedState } from './billing.ts';
+import { type AccountRow, type AccountState, accountStateFrom, type Mode } from './accounts.ts';
+import { type BillingRefusal, billingRefusalError } from './billing.ts';
+import {
+  BURST_LIMIT,
+  BURST_WINDOW_MS,
+  type BurstSlot,
+  burstSlotFrom,
+  rateLimitedError,
+  takeBurstSlot,
+} from './burst-limit.ts';
 import { type Clock, utcDay } from './clock.ts';
-import { codeHash, codeLast4, decryptCode, encryptCode } from './code-crypto.ts';
+import { codeHash, codeLast4, encryptCode } from './code-crypto.ts';
 import { newJobId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { type JobRow, loadJob, loadJobCodes } from './jobs.ts';
 import type { RedeemRequest } from './redeem-request.ts';
+import { CODE_CONCURRENCY, type CodeToRun, type RunningJob } from './redeem-run.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from './stock.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -41,17 +51,30 @@ export interface Caller {
   mode: Mode;
 }
 
-interface KeyRow {
-  fingerprint: string;
-  state: 'in_progress' | 'done' | 'released';
-  jobId: string | null;
-  responseStatus: number | null;
-  responseRequestId: string | null;
+/** What phase 1 checks besides the request (absent: nothing; tests start jobs directly). */
+export interface StartChecks {
+  /** The API key: re-checked (revocation, customer state) with `recheckKey`, and its burst slot. */
+  keyId: string;
+  /** The key came from the in-process cache: check it again inside the statement that runs. */
+  recheckKey: boolean;
+  /** Take the key's burst slot (contract section 6) in the same commit. */
+  burst: boolean;
 }
 
 export type StartResult =
-  | { kind: 'replay'; jobId: string; status: number; requestId: string }
-  | { kind: 'started'; jobId: string };
+  | { kind: 'replay'; jobId: string; status: number; requestId: string; answer: StartAnswer }
+  | { kind: 'started'; jobId: string; job: RunningJob; todo: CodeToRun[]; answer: StartAnswer }
+  /** Refused at step 10 to 12 (or by the burst limit): nothing was written but the burst slot. */
+  | { kind: 'refused'; error: ApiError; answer: StartAnswer }
+  /** A cached key was revoked or its customer disabled: authenticate it again, then retry. */
+  | { kind: 'recheck' };
+
+/** What every answer of phase 1 reports besides its verdict: the burst window and the account. */
+export interface StartAnswer {
+  burst: BurstSlot | null;
+  /** The account after phase 1 (the quota headers), when phase 1 read it. */
+  account: AccountState | null;
+}
 
 interface NewCode {
   /** Where the code stands in the result: the request's order, kept across a resume. */
@@ -62,210 +85,240 @@ interface NewCode {
   uc: number | null;
 }
 
+/** The verdict of redeem_begin / redeem_create_job / redeem_start (migration 0011). */
+type StartRow =
+  | { kind: 'recheck' }
+  | { kind: 'rate_limited'; hits: number[] }
+  | { kind: 'conflict' | 'in_progress'; hits: number[] | null; account?: AccountRow }
+  | { kind: 'interrupted'; job_id: string; hits: number[] | null; account?: AccountRow }
+  | {
+      kind: 'replay';
+      job_id: string;
+      status: number;
+      request_id: string;
+      hits: number[] | null;
+      account?: AccountRow;
+    }
+  | { kind: 'new'; previous: string | null; hits: number[] | null }
+  | {
+      kind: 'started';
+      job_id: string;
+      todo: number[];
+      sending: number[];
+      hits?: number[] | null;
+      account?: AccountRow;
+    }
+  | (BillingRefusal & { kind?: undefined; hits?: number[] | null; account?: AccountRow });
+
 /**
  * Phase 1: checks steps 10 to 12 of contract section 3 under the account lock, then takes the
- * idempotency key, reserves stock, holds billing and writes the job. Throws the refusal as an
- * ApiError; a refusal changes nothing.
+ * idempotency key, reserves stock, holds billing and writes the job, its first codes already
+ * marked out with the upstream (a sync job runs them at once). The caller's own codes take one
+ * statement (redeem_start), which also re-checks a cached key and takes its burst slot; stock
+ * is reserved in between redeem_begin and redeem_create_job, in one transaction. A refusal
+ * changes nothing but the burst slot it took.
  */
 export async function startRedeem(
   deps: RedeemDeps,
   caller: Caller,
-  input: { idempotencyKey: string; fingerprint: string; request: RedeemRequest; requestId: string },
+  input: {
+    idempotencyKey: string;
+    fingerprint: string;
+    request: RedeemRequest;
+    requestId: string;
+    checks?: StartChecks;
+  },
 ): Promise<StartResult> {
-  const { clock, codeKey } = deps;
-  return deps.db.transaction(async (tx) => {
-    const now = clock.now();
-    const state = await loadLockedState(tx, caller.customerId, caller.mode, now);
+  const now = deps.clock.now();
+  const req = input.request;
+  const checks = input.checks;
+  const params = {
+    key_id: checks?.keyId ?? null,
+    check_key: checks?.recheckKey ?? false,
+    burst: checks?.burst ?? false,
+    now_ms: now.getTime(),
+    window_ms: BURST_WINDOW_MS,
+    limit: BURST_LIMIT,
+    customer_id: caller.customerId,
+    mode: caller.mode,
+    now: now.toISOString(),
+    day: utcDay(now),
+    idempotency_key: input.idempotencyKey,
+    fingerprint: input.fingerprint,
+    request_id: input.requestId,
+    is_async: req.async,
+    source: req.source,
+    player_id: req.playerId,
+    reference: req.reference,
+    owner: INSTANCE_ID,
+    lease_until: new Date(now.getTime() + LEASE_MS).toISOString(),
+    expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
+    // A sync job's first codes go out at once: marked in this commit.
+    sending: req.async ? 0 : (deps.config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY),
+  };
+  const jobId = newJobId();
+  if (req.source === 'codes') {
+    const codes = req.codes.map((code, position) => ({
+      position,
+      code,
+      stockId: null,
+      category: null,
+      uc: null,
+    }));
+    const r = await deps.db.query<{ r: StartRow }>(
+      'select redeem_start($1::jsonb) as r',
+      [JSON.stringify({ ...params, job_id: jobId, codes: codes.map((c) => codeParam(deps, caller, c)) })],
+      'redeem_start',
+    );
+    return startResult(caller, req, r.rows[0]!.r, now, codes);
+  }
 
-    // Step 10: idempotency.
-    const key = await readKey(tx, caller, input.idempotencyKey, now);
-    let previous: JobRow | null = null;
-    if (key) {
-      if (key.fingerprint !== input.fingerprint) {
-        throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request');
-      }
-      if (key.state === 'in_progress') {
-        throw new ApiError(
+  // Stock: the burst slot first, on its own (a refusal after stock was reserved rolls the whole
+  // transaction back, and the slot must stay counted); a cached key is authenticated again first.
+  if (checks?.recheckKey) return { kind: 'recheck' };
+  let burst: BurstSlot | null = null;
+  if (checks?.burst) {
+    burst = await takeBurstSlot(deps.db, checks.keyId, now);
+    if (!burst.allowed)
+      return { kind: 'refused', error: rateLimitedError(burst), answer: { burst, account: null } };
+  }
+  try {
+    return await deps.db.transaction(async (tx) => {
+      const begun = (
+        await tx.query<{ r: StartRow }>(
+          'select redeem_begin($1::jsonb) as r',
+          [JSON.stringify({ ...params, key_id: null, check_key: false, burst: false })],
+          'redeem_begin',
+        )
+      ).rows[0]!.r;
+      if (begun.kind !== 'new') return startResult(caller, req, begun, now, [], burst);
+      const previous = begun.previous ? await loadJob(tx, begun.previous) : null;
+      // Step 11: the codes still to attempt, and stock for them.
+      const todo = await codesToAttempt(tx, deps, caller, req, jobId, previous);
+      if (!todo)
+        throw new ApiError('no_stock', 'not enough stock for this request; add codes or send codes yourself');
+      const created = (
+        await tx.query<{ r: StartRow }>(
+          'select redeem_create_job($1::jsonb) as r',
+          [
+            JSON.stringify({
+              ...params,
+              job_id: jobId,
+              previous: previous?.id ?? null,
+              codes: todo.map((c) => codeParam(deps, caller, c)),
+            }),
+          ],
+          'redeem_create_job',
+        )
+      ).rows[0]!.r;
+      const result = startResult(caller, req, created, now, todo, burst);
+      // A billing refusal: the reservation is rolled back with the rest.
+      if (result.kind === 'refused') throw result.error;
+      return result;
+    });
+  } catch (err) {
+    if (err instanceof ApiError) return { kind: 'refused', error: err, answer: { burst, account: null } };
+    throw err;
+  }
+}
+
+/** A code as redeem_create_job inserts it: hashed, encrypted for job_codes, its last 4. */
+function codeParam(deps: RedeemDeps, caller: Caller, c: NewCode) {
+  const hash = codeHash(deps.codeKey, c.code);
+  return {
+    position: c.position,
+    hash,
+    encrypted: encryptCode(deps.codeKey, c.code, { table: 'job_codes', ...caller, codeHash: hash }),
+    last4: codeLast4(c.code),
+    stock_id: c.stockId,
+    category: c.category,
+    uc: c.uc,
+  };
+}
+
+function startResult(
+  caller: Caller,
+  req: RedeemRequest,
+  row: StartRow,
+  now: Date,
+  codes: NewCode[],
+  burst: BurstSlot | null = null,
+): StartResult {
+  if (row.kind === 'recheck') return { kind: 'recheck' };
+  const slot =
+    burst ??
+    (row.hits ? burstSlotFrom(row.kind !== 'rate_limited', row.hits.map(Number), now.getTime()) : null);
+  const answer: StartAnswer = {
+    burst: slot,
+    account: 'account' in row && row.account ? accountStateFrom(caller.customerId, row.account) : null,
+  };
+  const refused = (error: ApiError): StartResult => ({ kind: 'refused', error, answer });
+  switch (row.kind) {
+    case 'rate_limited':
+      return refused(rateLimitedError(slot!));
+    case 'conflict':
+      return refused(
+        new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request'),
+      );
+    case 'in_progress':
+      return refused(
+        new ApiError(
           'idempotency_in_progress',
           'an identical request is still running',
           {},
           { 'Retry-After': '1' },
-        );
-      }
-      if (key.state === 'done') {
-        const job = await loadJob(tx, key.jobId!);
-        if (job?.isAsync && job.status === 'interrupted') {
-          throw new ApiError(
-            'job_interrupted',
-            'the job was stopped by a server restart; retry with a new key',
-            {
-              job_id: job.id,
-            },
-          );
-        }
+        ),
+      );
+    case 'interrupted':
+      return refused(
+        new ApiError('job_interrupted', 'the job was stopped by a server restart; retry with a new key', {
+          job_id: row.job_id,
+        }),
+      );
+    case 'replay':
+      return { kind: 'replay', jobId: row.job_id, status: row.status, requestId: row.request_id, answer };
+    case 'new':
+      throw new Error('redeem_begin verdict handled by the caller');
+    case 'started': {
+      // The codes of the new job still to attempt, as phase 1 wrote them (reused ones are done).
+      const sending = new Set(row.sending);
+      const byPosition = new Map(codes.map((c) => [c.position, c]));
+      const todo: CodeToRun[] = row.todo.map((position) => {
+        const c = byPosition.get(position)!;
         return {
-          kind: 'replay',
-          jobId: key.jobId!,
-          status: key.responseStatus!,
-          requestId: key.responseRequestId!,
+          position,
+          code: () => c.code,
+          last4: codeLast4(c.code),
+          stockId: c.stockId,
+          category: c.category,
+          uc: c.uc,
+          state: sending.has(position) ? 'sending' : 'pending',
         };
-      }
-      // Released after a 5xx: resume, reusing every outcome already recorded.
-      previous = key.jobId ? await loadJob(tx, key.jobId) : null;
+      });
+      const job: RunningJob = {
+        id: row.job_id,
+        ...caller,
+        playerId: req.playerId,
+        source: req.source,
+        isAsync: req.async,
+        leaseExpiresAt: req.async ? null : new Date(now.getTime() + LEASE_MS),
+      };
+      return { kind: 'started', jobId: row.job_id, job, todo, answer };
     }
-
-    const jobId = newJobId();
-    const reused = previous ? (await loadJobCodes(tx, previous.id)).filter((r) => r.state === 'done') : [];
-    // Step 11: the codes still to attempt (and stock for them).
-    const todo = await codesToAttempt(tx, deps, caller, input.request, jobId, previous);
-    if (!todo)
-      throw new ApiError('no_stock', 'not enough stock for this request; add codes or send codes yourself');
-
-    // Step 12: billing for the codes to attempt.
-    const hold: Hold =
-      todo.length > 0
-        ? decideHold(state, todo.length, now)
-        : { day: utcDay(now), rateMicros: 0, included: 0, wallet: 0 };
-    await applyHold(tx, caller.customerId, caller.mode, hold);
-
-    const req = input.request;
-    const total = reused.length + todo.length;
-    await tx.query(
-      `insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, reference, total,
-                         hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at, started_at, request_id)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-      [
-        jobId,
-        caller.customerId,
-        caller.mode,
-        input.idempotencyKey,
-        req.async,
-        req.async ? 'queued' : 'running',
-        req.source,
-        req.playerId,
-        req.reference,
-        total,
-        hold.day,
-        hold.rateMicros,
-        hold.included,
-        hold.wallet,
-        req.async ? null : INSTANCE_ID,
-        req.async ? null : new Date(now.getTime() + LEASE_MS),
-        now,
-        req.async ? null : now,
-        input.requestId,
-      ],
-      'job_insert',
-    );
-    for (const r of reused) {
-      await tx.query(
-        `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state,
-                                status, error_code, disposition, billed, reused, finished_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, 'done', $9, $10, $11, $12, true, $13)`,
-        [
-          jobId,
-          r.position,
-          r.codeHash,
-          r.codeEncrypted,
-          r.last4,
-          r.stockId,
-          r.category,
-          r.uc,
-          r.status,
-          r.errorCode,
-          r.disposition,
-          r.billed,
-          now,
-        ],
-        'job_code_insert_reused',
-      );
-    }
-    for (const c of todo) {
-      const hash = codeHash(codeKey, c.code);
-      await tx.query(
-        `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
-        [
-          jobId,
-          c.position,
-          hash,
-          encryptCode(codeKey, c.code, { table: 'job_codes', ...caller, codeHash: hash }),
-          codeLast4(c.code),
-          c.stockId,
-          c.category,
-          c.uc,
-        ],
-        'job_code_insert',
-      );
-    }
-    // An async request is answered with its 202 at once: from then on its key replays that 202.
-    await takeKey(
-      tx,
-      caller,
-      input,
-      jobId,
-      now,
-      req.async ? { status: 202, requestId: input.requestId } : null,
-    );
-    return { kind: 'started', jobId };
-  });
+    default:
+      return refused(billingRefusalError(row, now));
+  }
 }
-
-async function readKey(tx: Queryable, caller: Caller, key: string, now: Date): Promise<KeyRow | null> {
-  const r = await tx.query<KeyRow>(
-    `select fingerprint, state, job_id as "jobId", response_status as "responseStatus",
-            response_request_id as "responseRequestId"
-       from idempotency_keys where customer_id = $1 and mode = $2 and key = $3 and expires_at > $4`,
-    [caller.customerId, caller.mode, key, now],
-    'idempotency_read',
-  );
-  return r.rows[0] ?? null;
-}
-
-async function takeKey(
-  tx: Queryable,
-  caller: Caller,
-  input: { idempotencyKey: string; fingerprint: string },
-  jobId: string,
-  now: Date,
-  answered: { status: number; requestId: string } | null,
-) {
-  // An expired row (older than 24 hours) is replaced as if it were absent.
-  await tx.query(
-    `insert into idempotency_keys (customer_id, mode, key, fingerprint, state, job_id, created_at, expires_at,
-                                   response_status, response_request_id)
-     values ($1, $2, $3, $4, $8, $5, $6, $7, $9, $10)
-     on conflict (customer_id, mode, key) do update
-       set fingerprint = excluded.fingerprint, state = excluded.state, job_id = excluded.job_id,
-           response_status = excluded.response_status, response_request_id = excluded.response_request_id,
-           created_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.created_at else idempotency_keys.created_at end,
-           expires_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.expires_at else idempotency_keys.expires_at end`,
-    [
-      caller.customerId,
-      caller.mode,
-      input.idempotencyKey,
-      input.fingerprint,
-      jobId,
-      now,
-      new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-      answered ? 'done' : 'in_progress',
-      answered?.status ?? null,
-      answered?.requestId ?? null,
-    ],
-    'idempotency_take',
-  );
-}
-
 /**
- * The codes a new job must attempt. A resumed key attempts only what its earlier job left
- * pending: caller codes by position, stock by category (fresh codes are reserved). Returns null
- * when stock runs short.
+ * The stock codes a new job must attempt. A resumed key attempts only what its earlier job left
+ * pending, with fresh stock of the same categories for those positions. Returns null when stock
+ * runs short.
  */
 async function codesToAttempt(
   tx: Queryable,
   deps: RedeemDeps,
   caller: Caller,
-  req: RedeemRequest,
+  req: RedeemRequest & { source: 'stock' },
   jobId: string,
   previous: JobRow | null,
 ): Promise<NewCode[] | null> {
@@ -284,20 +337,6 @@ async function codesToAttempt(
   if (previous) {
     const pending = (await loadJobCodes(tx, previous.id)).filter((r) => r.state !== 'done');
     const positions = pending.map((r) => r.position);
-    if (req.source === 'codes') {
-      return pending.map((r) => ({
-        position: r.position,
-        code: decryptCode(deps.codeKey, r.codeEncrypted!, {
-          table: 'job_codes',
-          ...caller,
-          codeHash: r.codeHash,
-        }),
-        stockId: null,
-        category: null,
-        uc: null,
-      }));
-    }
-    // Fresh stock of the same categories, for the positions never attempted.
     const picks: { category: string; count: number }[] = [];
     for (const r of pending) {
       const last = picks.at(-1);
@@ -305,9 +344,6 @@ async function codesToAttempt(
       else picks.push({ category: r.category!, count: 1 });
     }
     return picks.length ? placed(await reserve(picks), positions) : [];
-  }
-  if (req.source === 'codes') {
-    return req.codes.map((code, position) => ({ position, code, stockId: null, category: null, uc: null }));
   }
   const drawn =
     'packs' in req

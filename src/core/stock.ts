@@ -296,14 +296,13 @@ export async function setStockState(
   clock: Clock,
 ): Promise<number> {
   if (stockIds.length === 0) return 0;
-  const r = await q.query(
-    `update stock_codes
-        set state = $2, updated_at = $3,
-            reserved_by = case when $2 = 'available' then null else reserved_by end
-      where id = any($1::bigint[])`,
+  // The rule lives in SQL (migration 0011), where the redeem hot path runs it too.
+  const r = await q.query<{ n: number }>(
+    'select stock_set_state($1::bigint[], $2, $3) as n',
     [stockIds, state, clock.now()],
+    'stock_set_state',
   );
-  return r.rowCount;
+  return r.rows[0]!.n;
 }
 
 /** Ids of the codes a job still holds reserved, in id order (for releasing after a crash). */

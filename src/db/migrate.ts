@@ -50,16 +50,24 @@ export async function migrate(db: Database, migrations = listMigrations()): Prom
   });
 }
 
-/** Splits a migration file on `;` at line ends. Migrations keep to that style (no functions with bodies). */
+/**
+ * Splits a migration file on `;` at line ends, outside `$$`-quoted function bodies (migration
+ * 0011 defines PL/pgSQL functions); comment lines outside bodies are dropped.
+ */
 export function splitStatements(sql: string): string[] {
-  return sql
-    .split(/;\s*$/m)
-    .map((s) =>
-      s
-        .split('\n')
-        .filter((line) => !line.trim().startsWith('--'))
-        .join('\n')
-        .trim(),
-    )
-    .filter(Boolean);
+  const statements: string[] = [];
+  let current: string[] = [];
+  let inBody = false;
+  for (const line of sql.split('\n')) {
+    if (!inBody && line.trim().startsWith('--')) continue;
+    current.push(line);
+    // Each `$$` opens or closes a body.
+    if ((line.match(/\$\$/g)?.length ?? 0) % 2 === 1) inBody = !inBody;
+    if (!inBody && /;\s*$/.test(line)) {
+      statements.push(current.join('\n').replace(/;\s*$/, '').trim());
+      current = [];
+    }
+  }
+  statements.push(current.join('\n').trim());
+  return statements.filter(Boolean);
 }

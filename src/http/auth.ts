@@ -61,8 +61,16 @@ export function authorize(key: KeyRecord, clientIp: string, rule: ScopeRule): vo
   if (key.customerDisabled) throw new ApiError('unknown_customer', 'the customer of this key is not active');
   if (!ipAllowed(clientIp, key.allowedIps))
     throw new ApiError('ip_denied', 'this address is not allowed for the key');
-  const needed: readonly Scope[] = rule === 'any' ? [] : typeof rule === 'string' ? [rule] : rule;
-  if (needed.length > 0 && !needed.some((s) => key.scopes.includes(s))) {
-    throw new ApiError('scope_denied', `this key lacks the scope ${needed.join(' or ')}`);
+  if (!scopeAllowed(key, rule)) {
+    throw new ApiError('scope_denied', `this key lacks the scope ${neededScopes(rule).join(' or ')}`);
   }
+}
+
+const neededScopes = (rule: ScopeRule): readonly Scope[] =>
+  rule === 'any' ? [] : typeof rule === 'string' ? [rule] : rule;
+
+/** Step 5: the key has a scope the rule asks for (any key passes 'any'). */
+export function scopeAllowed(key: Pick<KeyRecord, 'scopes'>, rule: ScopeRule): boolean {
+  const needed = neededScopes(rule);
+  return needed.length === 0 || needed.some((s) => key.scopes.includes(s));
 }

@@ -161,7 +161,15 @@ const methodNotAllowed = (request: FastifyRequest, reply: FastifyReply) =>
     { Allow: (request.routeOptions.config as { allow?: string }).allow ?? '' },
   );
 
-export function installPlumbing(app: FastifyInstance): void {
+export interface PlumbingOptions {
+  /**
+   * Runs before an error is answered (not for the database's own 503); what it throws is
+   * answered instead. The public app settles checks a route left to its own statement here.
+   */
+  beforeErrorAnswer?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+}
+
+export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}): void {
   // Bodies are JSON whatever Content-Type the client sent (curl -d sends a form type).
   // Fastify's own secure parser is used: __proto__ and constructor.prototype keys are refused.
   app.removeAllContentTypeParsers();
@@ -188,7 +196,21 @@ export function installPlumbing(app: FastifyInstance): void {
     reply.header('Cache-Control', NO_STORE['Cache-Control']);
   });
 
-  app.setErrorHandler(handleError);
+  const before = opts.beforeErrorAnswer;
+  app.setErrorHandler(
+    before
+      ? async (error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply) => {
+          if (!(knownError(error) instanceof DatabaseUnavailableError)) {
+            try {
+              await before(request, reply);
+            } catch (refusal) {
+              return handleError(refusal as Error, request, reply);
+            }
+          }
+          return handleError(error, request, reply);
+        }
+      : handleError,
+  );
   app.setNotFoundHandler(notFound);
 
   // A known path with another method is 405 with Allow. Fastify has no 405 of its own: every

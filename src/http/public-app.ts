@@ -2,7 +2,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { accountView, loadAccountState, remainingToday, spendableMicros, today } from '../core/accounts.ts';
 import { newRequestId } from '../core/ids.ts';
-import { createKeyCache, type KeyFacts } from '../core/key-cache.ts';
 import type { KeyRecord } from '../core/keys.ts';
 import { formatUsd } from '../core/money.ts';
 import { isConnectionError } from '../db/database.ts';
@@ -15,10 +14,9 @@ import { registerOpenApiRoutes } from '../routes/openapi.ts';
 import { registerRedeemRoutes } from '../routes/redeem.ts';
 import { registerStockRoutes } from '../routes/stock.ts';
 import { registerWebhookRoutes } from '../routes/webhook.ts';
-import { authenticate, authorize, keyDigest, type ScopeRule } from './auth.ts';
-import { installBurstLimit, setBurstHeadersUncounted } from './burst-limit.ts';
 import type { AppContext } from './context.ts';
 import { isDatabaseAwayAnswer } from './errors.ts';
+import { installKeyChecks, type KeyChecks } from './key-checks.ts';
 import {
   BODY_LIMIT,
   clientErrorHandler,
@@ -47,11 +45,11 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
     frameworkErrors: frameworkErrorHandler(EVERY_RESPONSE_HEADERS),
     clientErrorHandler: clientErrorHandler(EVERY_RESPONSE_HEADERS),
   });
-  installPlumbing(app);
+  // A route that leaves the key's checks or the burst slot to its own statement gets them here
+  // when it answers without running it (a 413, a malformed body), before that answer.
+  let keyChecks: KeyChecks | undefined;
+  installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
   installHttpMetrics(app, ctx.metrics, 'public');
-  app.decorateRequest('auth', null);
-  app.decorateRequest('cachedKey', null);
-  const keyCache = createKeyCache();
 
   app.addHook('onRequest', async (_request, reply) => {
     reply.header('SVC-Version', API_VERSION);
@@ -59,32 +57,9 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
     reply.header('SVC-Idempotent-Replay', 'false');
   });
 
-  // Authentication runs before the body is read, so a huge body from a bad key is a 401.
-  app.addHook('onRequest', async (request, reply) => {
-    const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth;
-    if (!rule) return;
-    const digest = keyDigest(request);
-    // A route whose own statement checks the key again (GET /v1/me) needs no query here for a key
-    // this process has seen: it finishes steps 2 to 5 itself, from that statement's answer.
-    const cached = keyCache.get(digest);
-    if (cached && request.routeOptions.config.keyCheckedInStatement) {
-      request.cachedKey = cached;
-      return;
-    }
-    const key = await authenticate(ctx.db, digest, ctx.clock, keyCache);
-    request.auth = key;
-    try {
-      authorize(key, request.ip, rule);
-    } catch (err) {
-      // Identified but refused (403): a burst-limited route still reports the key's window
-      // (contract section 6: every redeem answer carries RateLimit-*), without counting this one.
-      if (request.routeOptions.config.burstLimit) await setBurstHeadersUncounted(ctx, request, reply);
-      throw err;
-    }
-  });
-
-  // After authentication, before the body is read: the burst limit of `burstLimit` routes.
-  installBurstLimit(app, ctx);
+  // Authentication runs before the body is read, so a huge body from a bad key is a 401; then
+  // the burst limit.
+  keyChecks = installKeyChecks(app, ctx);
 
   // Quota and balance headers on every response whose key was identified, as of after the call.
   app.addHook('onSend', async (request, reply, payload) => {
@@ -103,7 +78,7 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
   registerHealthRoutes(app, ctx);
   registerMeRoutes(app, ctx);
   registerStockRoutes(app, ctx);
-  registerRedeemRoutes(app, ctx);
+  registerRedeemRoutes(app, ctx, keyChecks);
   registerJobRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
   // The API reference (contract 12.9): the OpenAPI document and its HTML rendering, no key.
@@ -174,22 +149,3 @@ export function setAccountHeaders(
 }
 
 export { accountView };
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The key once identified (contract section 1, steps 1 and 2); then the quota headers are sent. */
-    auth: KeyRecord | null;
-    /** A `keyCheckedInStatement` route's key from the cache, not yet checked (auth is null). */
-    cachedKey: KeyFacts | null;
-  }
-  interface FastifyContextConfig {
-    auth?: ScopeRule;
-    /**
-     * The route checks revocation and the customer's state in its own statement, so a cached key
-     * costs the hook no query; the route finishes steps 2 to 5 itself (routes/me.ts).
-     */
-    keyCheckedInStatement?: boolean;
-    /** Count the request in the key's burst window (contract section 6). */
-    burstLimit?: boolean;
-  }
-}

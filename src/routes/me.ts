@@ -15,6 +15,8 @@ export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
     // Keys are never deleted; a row gone all the same is no key.
     if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
     const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: found.state.disabled };
+    // Checked by the statement: nothing left for KeyChecks.settle.
+    request.cachedKey = null;
     // The contract's order (section 1): revoked and expired (401) before anything else.
     checkKeyState(key, ctx.clock);
     // Identified: from here on every answer, a 403 too, carries the quota headers (contract 8).

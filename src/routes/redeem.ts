@@ -1,89 +1,88 @@
-// POST /v1/redeem (contract section 3): validation in the contract's order, then the phases of
-// core/redeem.ts and core/redeem-run.ts. Sync redeems answer with the result; the key then replays it.
+// POST /v1/redeem (contract section 3): validation in the contract's order, then one call into
+// core (core/redeem-answer.ts). The key's re-check and its burst slot are taken by that call's
+// first statement; a request refused before it gets them from KeyChecks.settle first.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { buildResult, loadJob, loadJobCodes } from '../core/jobs.ts';
-import { settleStoppedJob } from '../core/recovery.ts';
-import { startRedeem } from '../core/redeem.ts';
+import { answerRedeem, type RedeemAnswer, type RedeemInput } from '../core/redeem-answer.ts';
 import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem-request.ts';
-import { executeJob, finishSyncJob } from '../core/redeem-run.ts';
+import { setRateLimitHeaders } from '../http/burst-limit.ts';
 import type { AppContext } from '../http/context.ts';
-import { ApiError, knownError } from '../http/errors.ts';
+import { ApiError } from '../http/errors.ts';
+import type { KeyChecks } from '../http/key-checks.ts';
+import { setAccountHeaders } from '../http/public-app.ts';
 
-export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext) {
+export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyChecks: KeyChecks) {
   app.post(
     '/v1/redeem',
-    { config: { auth: 'redeem', burstLimit: true, lateJsonCheck: true } },
+    {
+      config: {
+        auth: 'redeem',
+        burstLimit: true,
+        burstInStatement: true,
+        keyCheckedInStatement: true,
+        lateJsonCheck: true,
+      },
+    },
     async (request, reply) => {
-      const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
-      if (request.invalidJson) throw new ApiError('bad_request', 'body is not valid JSON');
-      const redeem = parseRedeemRequest(request.body);
-      const key = request.auth!;
-      const caller = { customerId: key.customerId, mode: key.mode };
-
-      const started = await startRedeem(ctx, caller, {
-        idempotencyKey,
-        fingerprint: requestFingerprint('POST', '/v1/redeem', request.body),
-        request: redeem,
-        requestId: request.id,
-      });
-      if (started.kind === 'replay') {
-        reply.header('SVC-Idempotent-Replay', 'true');
-        reply.header('X-Request-Id', started.requestId);
-        if (started.status === 202) return sendAccepted(reply, started.jobId, started.requestId);
-        return sendResult(ctx, reply, started.jobId, started.status, started.requestId);
-      }
-      if (redeem.async) {
-        ctx.jobs.wake();
-        return sendAccepted(reply, started.jobId, request.id);
-      }
-
-      let billedNow: number;
+      let input: Omit<RedeemInput, 'checks'>;
       try {
-        billedNow = await executeJob(ctx, started.jobId);
+        const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
+        if (request.invalidJson) throw new ApiError('bad_request', 'body is not valid JSON');
+        input = {
+          idempotencyKey,
+          request: parseRedeemRequest(request.body),
+          fingerprint: requestFingerprint('POST', '/v1/redeem', request.body),
+          requestId: request.id,
+        };
       } catch (err) {
-        // The database stayed away: the run settles the job itself once its codes are recorded.
-        if (err instanceof ApiError) throw err;
-        request.log.error({ err, jobId: started.jobId }, 'redeem failed before finishing');
-        await settleStoppedJob(ctx, started.jobId, 'failed').catch((e: unknown) =>
-          request.log.error(
-            { err: e, jobId: started.jobId },
-            'could not settle the failed redeem; the sweeper will',
-          ),
-        );
-        throw (
-          knownError(err) ?? new ApiError('internal', 'internal error; retry with the same Idempotency-Key')
-        );
+        // Authentication and the burst limit come before these answers (contract section 3).
+        await keyChecks.settle(request, reply);
+        throw err;
       }
-      const job = (await loadJob(ctx.db, started.jobId))!;
-      const result = buildResult(job, await loadJobCodes(ctx.db, job.id), ctx.codeKey);
-      const status = result.ok ? 200 : 422;
-      await finishSyncJob(ctx, caller, job.id, status, request.id);
-      reply.header('SVC-Cost', String(billedNow));
-      return reply.code(status).send(resultBody(result, request.id));
+      const facts = request.auth ?? request.cachedKey!;
+      const caller = { customerId: facts.customerId, mode: facts.mode };
+      const checks = () => ({
+        keyId: facts.id,
+        recheckKey: request.auth === null,
+        burst: request.burstPending,
+      });
+      let answer = await answerRedeem(ctx, caller, { ...input, checks: checks() });
+      if (answer.kind === 'recheck') {
+        // Revoked or disabled since this process cached the key: answered in the contract's order.
+        await keyChecks.identify(request, reply);
+        answer = await answerRedeem(ctx, caller, { ...input, checks: checks() });
+        if (answer.kind === 'recheck')
+          throw new Error('a key passed authentication, then failed its re-check');
+      }
+      // The statement took the burst slot and found the key valid: identified from here on.
+      request.burstPending = false;
+      request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
+      request.cachedKey = null;
+      if (answer.kind === 'accepted' && !answer.replay) ctx.jobs.wake();
+      return send(reply, answer);
     },
   );
 }
 
-/** The 202 of an async redeem; SVC-Cost stays 0, the job's result carries the billing. */
-function sendAccepted(reply: FastifyReply, jobId: string, requestId: string) {
-  reply.header('Location', `/v1/jobs/${jobId}`);
-  return reply.code(202).send({ ok: true, request_id: requestId, job_id: jobId, status: 'queued' });
-}
-
-async function sendResult(
-  ctx: AppContext,
-  reply: FastifyReply,
-  jobId: string,
-  status: number,
-  requestId: string,
-) {
-  const job = (await loadJob(ctx.db, jobId))!;
-  const result = buildResult(job, await loadJobCodes(ctx.db, jobId), ctx.codeKey);
-  return reply.code(status).send(resultBody(result, requestId));
-}
-
-/** `ok` and `request_id` first, as in the contract's example. */
-function resultBody(result: ReturnType<typeof buildResult>, requestId: string) {
-  const { ok, ...rest } = result;
-  return { ok, request_id: requestId, ...rest };
+function send(reply: FastifyReply, answer: Exclude<RedeemAnswer, { kind: 'recheck' }>) {
+  if (answer.burst) setRateLimitHeaders(reply, answer.burst);
+  if (answer.account) setAccountHeaders(reply, answer.account);
+  switch (answer.kind) {
+    case 'refused':
+      throw answer.error;
+    case 'accepted':
+      // SVC-Cost stays 0 on a 202: the job's result carries the billing.
+      if (answer.replay) reply.header('SVC-Idempotent-Replay', 'true');
+      reply.header('X-Request-Id', answer.requestId);
+      reply.header('Location', `/v1/jobs/${answer.jobId}`);
+      return reply
+        .code(202)
+        .send({ ok: true, request_id: answer.requestId, job_id: answer.jobId, status: 'queued' });
+    case 'result':
+      if (answer.replay) {
+        reply.header('SVC-Idempotent-Replay', 'true');
+        reply.header('X-Request-Id', answer.requestId);
+      }
+      reply.header('SVC-Cost', String(answer.billed));
+      return reply.code(answer.status).send(answer.body);
+  }
 }

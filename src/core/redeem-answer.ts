@@ -1,0 +1,121 @@
+// POST /v1/redeem in one call: phase 1 (redeem.ts), then for a sync redeem its run and finish
+// (redeem-run.ts), or the replay of an earlier answer. Everything after phase 1 comes back as an
+// answer, refusals and failures too, with the key's burst window and account: every redeem
+// answer carries RateLimit-* and the quota headers (contract sections 6 and 8).
+import { ApiError, knownError } from '../http/errors.ts';
+import type { AccountState } from './accounts.ts';
+import type { BurstSlot } from './burst-limit.ts';
+import { buildResult, type JobCodeRow, type JobRow, loadJob, loadJobCodes } from './jobs.ts';
+import { settleStoppedJob } from './recovery.ts';
+import { type Caller, type RedeemDeps, type StartAnswer, startRedeem } from './redeem.ts';
+import type { RedeemRequest } from './redeem-request.ts';
+import { finishSyncJob, runSyncJob } from './redeem-run.ts';
+
+export interface RedeemInput {
+  idempotencyKey: string;
+  fingerprint: string;
+  request: RedeemRequest;
+  requestId: string;
+  checks: { keyId: string; recheckKey: boolean; burst: boolean };
+}
+
+export type RedeemAnswer =
+  /** A cached key was revoked or its customer disabled: authenticate it again, then call again. */
+  | { kind: 'recheck' }
+  | ({ kind: 'refused'; error: ApiError } & StartAnswer)
+  /** The 202 of an async redeem (`replay`: of an earlier request with the same key). */
+  | ({ kind: 'accepted'; jobId: string; requestId: string; replay: boolean } & StartAnswer)
+  | ({
+      kind: 'result';
+      status: number;
+      body: Record<string, unknown>;
+      replay: boolean;
+      /** The request id the body carries (a replay's is the first request's). */
+      requestId: string;
+      /** Requests billed by this call (0 for a replay). */
+      billed: number;
+    } & StartAnswer);
+
+export async function answerRedeem(
+  deps: RedeemDeps,
+  caller: Caller,
+  input: RedeemInput,
+): Promise<RedeemAnswer> {
+  const started = await startRedeem(deps, caller, input);
+  if (started.kind === 'recheck') return started;
+  const { burst, account } = started.answer;
+  const headers = { burst, account };
+  if (started.kind === 'refused') return { kind: 'refused', error: started.error, ...headers };
+  if (started.kind === 'replay') {
+    if (started.status === 202)
+      return {
+        kind: 'accepted',
+        jobId: started.jobId,
+        requestId: started.requestId,
+        replay: true,
+        ...headers,
+      };
+    const job = (await loadJob(deps.db, started.jobId))!;
+    const body = resultBody(job, await loadJobCodes(deps.db, job.id), deps, started.requestId);
+    return {
+      kind: 'result',
+      status: started.status,
+      body,
+      replay: true,
+      requestId: started.requestId,
+      billed: 0,
+      ...headers,
+    };
+  }
+  if (input.request.async)
+    return { kind: 'accepted', jobId: started.jobId, requestId: input.requestId, replay: false, ...headers };
+
+  // Sync: the account after the run comes with its last outcome (else the caller reads it).
+  const job = started.job;
+  const after = { burst, account: null as AccountState | null };
+  try {
+    const run = await runSyncJob(deps, job, started.todo, input.requestId);
+    let status: number;
+    let rows: JobCodeRow[];
+    if (run.finished) {
+      ({ status, codes: rows, account: after.account } = run.finished);
+    } else {
+      rows = await loadJobCodes(deps.db, job.id);
+      status = await finishSyncJob(deps, caller, job.id, input.requestId);
+    }
+    const view = { ...job, reference: input.request.reference };
+    const body = resultBody(view, rows, deps, input.requestId);
+    return {
+      kind: 'result',
+      status,
+      body,
+      replay: false,
+      requestId: input.requestId,
+      billed: run.billed,
+      ...after,
+    };
+  } catch (err) {
+    // The database stayed away (503) or the job was taken over: the run settles what it must.
+    if (err instanceof ApiError) return { kind: 'refused', error: err, ...after };
+    deps.logger.error({ err, jobId: job.id }, 'redeem failed before finishing');
+    await settleStoppedJob(deps, job.id, 'failed').catch((e: unknown) =>
+      deps.logger.error({ err: e, jobId: job.id }, 'could not settle the failed redeem; the sweeper will'),
+    );
+    const error =
+      knownError(err) ?? new ApiError('internal', 'internal error; retry with the same Idempotency-Key');
+    return { kind: 'refused', error, ...after };
+  }
+}
+
+/** The sync result body: `ok` and `request_id` first, as in the contract's example. */
+function resultBody(
+  job: Pick<JobRow, 'customerId' | 'mode' | 'source' | 'playerId' | 'reference'>,
+  rows: JobCodeRow[],
+  deps: Pick<RedeemDeps, 'codeKey'>,
+  requestId: string,
+) {
+  const { ok, ...rest } = buildResult(job, rows, deps.codeKey);
+  return { ok, request_id: requestId, ...rest };
+}
+
+export type { BurstSlot };

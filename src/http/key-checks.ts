@@ -1,0 +1,112 @@
+// Steps 1 to 5 of contract section 1 (the API key) and the burst limit of section 6, for every
+// route with `config.auth`. Both run before the body is read, so a huge body from a bad key is a
+// 401, except where a route does them in its own statement:
+//   - `keyCheckedInStatement`: a key this process has seen (its fixed facts cached, and still
+//     passing expiry, address and scope) costs no query here; the route's statement checks its
+//     revocation and its customer's state (GET /v1/me, POST /v1/redeem).
+//   - `burstInStatement`: the route's statement takes the burst slot (POST /v1/redeem).
+// A request answered before that statement runs (a 413, a malformed body) gets both checks
+// first, in the contract's order, from `settle` (the route's validation and the error handler).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { rateLimitedError, takeBurstSlot } from '../core/burst-limit.ts';
+import { createKeyCache, type KeyFacts } from '../core/key-cache.ts';
+import { ipAllowed, type KeyRecord } from '../core/keys.ts';
+import { authenticate, authorize, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
+import { installBurstLimit, setBurstHeadersUncounted, setRateLimitHeaders } from './burst-limit.ts';
+import type { AppContext } from './context.ts';
+
+export interface KeyChecks {
+  /** Authenticates the request's key by a query and authorizes it (throws the refusal). */
+  identify(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Runs what a route left to its own statement, when the request is answered without it. */
+  settle(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+}
+
+export function installKeyChecks(app: FastifyInstance, ctx: AppContext): KeyChecks {
+  app.decorateRequest('auth', null);
+  app.decorateRequest('cachedKey', null);
+  app.decorateRequest('burstPending', false);
+  const keyCache = createKeyCache();
+
+  const identify = async (request: FastifyRequest, reply: FastifyReply) => {
+    const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth ?? 'any';
+    const key = await authenticate(ctx.db, keyDigest(request), ctx.clock, keyCache);
+    request.auth = key;
+    request.cachedKey = null;
+    try {
+      authorize(key, request.ip, rule);
+    } catch (err) {
+      // Identified but refused (403): a burst-limited route still reports the key's window
+      // (contract section 6: every redeem answer carries RateLimit-*), without counting this one.
+      request.burstPending = false;
+      if (request.routeOptions.config.burstLimit) await setBurstHeadersUncounted(ctx, request, reply);
+      throw err;
+    }
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth;
+    if (!rule) return;
+    const digest = keyDigest(request);
+    const cached = keyCache.get(digest);
+    if (
+      cached &&
+      request.routeOptions.config.keyCheckedInStatement &&
+      factsAllow(cached, request.ip, rule, ctx)
+    ) {
+      request.cachedKey = cached;
+      return;
+    }
+    await identify(request, reply);
+  });
+
+  // After authentication, before the body is read: the burst limit of `burstLimit` routes.
+  installBurstLimit(app, ctx);
+
+  return {
+    identify,
+    async settle(request, reply) {
+      if (!request.auth && request.cachedKey) await identify(request, reply);
+      if (!request.burstPending) return;
+      request.burstPending = false;
+      const slot = await takeBurstSlot(ctx.db, request.auth!.id, ctx.clock.now());
+      setRateLimitHeaders(reply, slot);
+      if (!slot.allowed) throw rateLimitedError(slot);
+    },
+  };
+}
+
+/**
+ * Whether a cached key passes what its fixed facts decide (expiry, address, scope). When not,
+ * the key is authenticated by a query, which answers in the contract's order.
+ */
+function factsAllow(key: KeyFacts, ip: string, rule: ScopeRule, ctx: Pick<AppContext, 'clock'>): boolean {
+  if (key.expiresAt && key.expiresAt.getTime() <= ctx.clock.now().getTime()) return false;
+  return ipAllowed(ip, key.allowedIps) && scopeAllowed(key, rule);
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The key once identified (contract section 1, steps 1 and 2); then the quota headers are sent. */
+    auth: KeyRecord | null;
+    /**
+     * A `keyCheckedInStatement` route's key from the cache, not yet checked (auth is null); the
+     * route clears it once its statement has checked the key.
+     */
+    cachedKey: KeyFacts | null;
+    /** A `burstInStatement` route's burst slot, not taken yet. */
+    burstPending: boolean;
+  }
+  interface FastifyContextConfig {
+    auth?: ScopeRule;
+    /**
+     * The route checks revocation and the customer's state in its own statement, so a cached key
+     * costs the hook no query; the route finishes steps 2 to 5 itself (routes/me.ts).
+     */
+    keyCheckedInStatement?: boolean;
+    /** Count the request in the key's burst window (contract section 6). */
+    burstLimit?: boolean;
+    /** The route's own statement takes the burst slot (with `burstLimit`). */
+    burstInStatement?: boolean;
+  }
+}
