@@ -1,11 +1,13 @@
 // The in-process key cache (src/core/key-cache.ts) never delays a revocation or a disabled
-// customer: GET /v1/me of a cached key runs one statement, and that statement reads both again.
-// Revoked through this process, by hand in SQL, or through another process: seen at once.
+// customer: GET /v1/me and POST /v1/redeem of a cached key run their own statement first, and
+// that statement reads both again. Revoked through this process, by hand in SQL, or through
+// another process: seen at once, answered in the contract's order.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countersNow } from '../src/db/database.ts';
 import { adminCall, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { onPostgres } from './helpers/db.ts';
 import { adminHttp, serverProcesses } from './helpers/process.ts';
+import { redeem, uniqueCode } from './helpers/redeem.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -96,6 +98,81 @@ describe('a cached key', () => {
   });
 });
 
+describe('a cached key on POST /v1/redeem', () => {
+  const oneCode = () => ({ player_id: '5123456789', codes: [`${uniqueCode('OKAY')}-60`] });
+  const post = (key: string, payload: unknown, idem = `k-${Math.random()}`) =>
+    t.api.inject({
+      method: 'POST',
+      url: '/v1/redeem',
+      headers: { ...bearer(key), 'idempotency-key': idem, 'content-type': 'application/json' },
+      payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
+  /** The key's burst window as stored (accepted request times). */
+  const window = async (keyId: string) =>
+    (
+      await t.ctx.db.query<{ n: number }>(
+        'select coalesce(array_length(hits_ms, 1), 0) as n from burst_windows where key_id = $1',
+        [keyId],
+      )
+    ).rows[0]?.n ?? 0;
+
+  async function cachedRedeemer() {
+    const m = await createMerchant(t, { topup: { test: 2 } });
+    expect((await redeem(t, m.key, oneCode())).statusCode).toBe(200);
+    return m;
+  }
+
+  test('revoked by hand in SQL: 401 revoked, no burst slot taken, nothing billed', async () => {
+    const m = await cachedRedeemer();
+    await t.ctx.db.query('update api_keys set revoked_at = now() where id = $1', [m.keyId]);
+    const before = countersNow(t.ctx.db);
+    const res = await post(m.key, oneCode());
+    expectError(res, 401, 'revoked');
+    expect(res.headers['ratelimit-limit']).toBeUndefined();
+    expect(res.headers['svc-quota-used']).toBeUndefined();
+    // Phase 1's statement saw the revocation; the key was then looked up for the answer.
+    expect(t.ctx.db.counters.statements - before.statements).toBe(2);
+    expect(await window(m.keyId)).toBe(1);
+    const jobs = await t.ctx.db.query('select 1 from jobs where customer_id = $1', [m.customerId]);
+    expect(jobs.rows).toHaveLength(1);
+  });
+
+  test('customer disabled by hand in SQL: 403 unknown_customer with RateLimit and quota headers', async () => {
+    const m = await cachedRedeemer();
+    await t.ctx.db.query('update customers set disabled_at = now() where id = $1', [m.customerId]);
+    const res = await post(m.key, oneCode());
+    expectError(res, 403, 'unknown_customer');
+    expect(res.headers['ratelimit-remaining']).toBe('29');
+    expect(res.headers['svc-quota-used']).toBe('1');
+    expect(await window(m.keyId)).toBe(1);
+  });
+
+  test('revoked, with a body over 256 KB: 401 revoked, not 413', async () => {
+    const m = await cachedRedeemer();
+    await t.ctx.db.query('update api_keys set revoked_at = now() where id = $1', [m.keyId]);
+    expectError(await post(m.key, 'x'.repeat(300_000)), 401, 'revoked');
+  });
+
+  test('a malformed body or one over 256 KB still counts in the burst window; the 31st is 429 before 400 or 413', async () => {
+    const m = await cachedRedeemer();
+    const bad = await post(m.key, '{"player_id": ');
+    expectError(bad, 400, 'bad_request');
+    expect(bad.headers['ratelimit-remaining']).toBe('28');
+    expect(bad.headers['svc-quota-used']).toBe('1');
+    const big = await post(m.key, 'x'.repeat(300_000));
+    expectError(big, 413, 'payload_too_large');
+    expect(big.headers['ratelimit-remaining']).toBe('27');
+    for (let i = 0; i < 27; i++) expect((await post(m.key, {})).statusCode).toBe(400);
+    expect(await window(m.keyId)).toBe(30);
+    const limited = await post(m.key, '{"player_id": ');
+    expectError(limited, 429, 'rate_limited');
+    expect(limited.headers['retry-after']).toBeDefined();
+    expectError(await post(m.key, 'x'.repeat(300_000)), 429, 'rate_limited');
+    expectError(await post(m.key, oneCode()), 429, 'rate_limited');
+    expect(await window(m.keyId)).toBe(30);
+  });
+});
+
 const processes = serverProcesses();
 
 test.skipIf(!onPostgres)(
@@ -123,5 +200,13 @@ test.skipIf(!onPostgres)(
     const res = await meOf(a.url);
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ ok: false, error_code: 'revoked' });
+    // POST /v1/redeem of the same cached key: refused by phase 1's own statement.
+    const redeemed = await fetch(`${a.url}/v1/redeem`, {
+      method: 'POST',
+      headers: { ...bearer(key), 'idempotency-key': 'after-revoke', 'content-type': 'application/json' },
+      body: JSON.stringify({ player_id: '5123456789', codes: ['OKAY-AFTER-REVOKE-60'] }),
+    });
+    expect(redeemed.status).toBe(401);
+    expect(await redeemed.json()).toMatchObject({ ok: false, error_code: 'revoked' });
   },
 );

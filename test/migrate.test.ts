@@ -73,7 +73,8 @@ describe('migration files', () => {
   });
 
   test('splitStatements keeps a $$ function body whole, its comments and semicolons too', () => {
-    const body = 'create function f() returns int\nlanguage plpgsql as $$\nbegin\n  -- why\n  perform 1;\n  return 1;\nend $$';
+    const body =
+      'create function f() returns int\nlanguage plpgsql as $$\nbegin\n  -- why\n  perform 1;\n  return 1;\nend $$';
     expect(splitStatements(`-- c\n${body};\nselect f();\n`)).toEqual([body, 'select f()']);
   });
 });

@@ -30,9 +30,17 @@ export function installKeyChecks(app: FastifyInstance, ctx: AppContext): KeyChec
 
   const identify = async (request: FastifyRequest, reply: FastifyReply) => {
     const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth ?? 'any';
-    const key = await authenticate(ctx.db, keyDigest(request), ctx.clock, keyCache);
-    request.auth = key;
+    // Checked here, whatever the answer: nothing left for settle.
     request.cachedKey = null;
+    let key: KeyRecord;
+    try {
+      key = await authenticate(ctx.db, keyDigest(request), ctx.clock, keyCache);
+    } catch (err) {
+      // Not identified (401): no burst window to count this request in.
+      request.burstPending = false;
+      throw err;
+    }
+    request.auth = key;
     try {
       authorize(key, request.ip, rule);
     } catch (err) {
@@ -67,7 +75,7 @@ export function installKeyChecks(app: FastifyInstance, ctx: AppContext): KeyChec
     identify,
     async settle(request, reply) {
       if (!request.auth && request.cachedKey) await identify(request, reply);
-      if (!request.burstPending) return;
+      if (!request.burstPending || !request.auth) return;
       request.burstPending = false;
       const slot = await takeBurstSlot(ctx.db, request.auth!.id, ctx.clock.now());
       setRateLimitHeaders(reply, slot);
