@@ -4,6 +4,7 @@
 // or outside the caller's transaction.
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from './accounts.ts';
+import { lockAccount } from './billing.ts';
 import { CATALOG_UC, CATEGORIES, categoryUc, isCategory } from './catalog.ts';
 import type { Clock } from './clock.ts';
 import { CODE_PATTERN, codeHash, codeLast4, decryptCode, encryptCode, normaliseCode } from './code-crypto.ts';
@@ -36,20 +37,15 @@ export interface CategoryCounts {
 // Rows per insert statement: keeps each statement's arrays modest for 10,000-code imports.
 const IMPORT_BATCH = 1000;
 
-// Advisory lock space (two-int form) for stock reservations: "ST". The second key is a hash of
-// customer and mode, so a collision only makes two stocks wait on each other, never share codes.
-const STOCK_LOCK_CLASS = 0x5354;
-
 /**
  * Serialises stock reservations of one customer and mode until the transaction ends. Without it,
  * two concurrent redeems could each see codes the other is taking (counts include rows locked but
- * not yet updated), and one would answer no_stock although enough stock remained for both.
+ * not yet updated), and one would answer no_stock although enough stock remained for both. The
+ * lock is the account row's, the one a redeem's phase 1 holds already (taking it again in the
+ * same transaction waits for nothing): one lock per customer and mode, not a second one beside it.
  */
 async function lockStock(tx: Queryable, customerId: number, mode: Mode): Promise<void> {
-  await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [
-    STOCK_LOCK_CLASS,
-    `${customerId}:${mode}`,
-  ]);
+  await lockAccount(tx, customerId, mode);
 }
 
 /**
@@ -242,7 +238,7 @@ function checkPicks(picks: readonly Pick[]): Map<string, number> {
 /**
  * Reserves the oldest available codes (id order) for every pick, for the job `reservedBy`, and
  * returns them decrypted: picks in the order given, codes in id order within a pick. Reservations
- * of one customer and mode are serialised (a transaction-scoped advisory lock), and rows are taken
+ * of one customer and mode are serialised (the account row's lock), and rows are taken
  * `FOR UPDATE SKIP LOCKED`, so one code never goes to two jobs. When any category lacks enough
  * codes, returns null and changes nothing. Run it inside the caller's transaction (READ COMMITTED,
  * the default), which holds the lock until it ends: keep that transaction short.
