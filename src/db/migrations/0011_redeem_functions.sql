@@ -40,8 +40,9 @@ language sql stable as $$
 $$;
 
 -- Step 12 of contract section 3 (billing, section 2), under the account lock: decides how
--- p_requests are held (the daily include first, then the wallet) and records the hold, or
--- returns the refusal ({"refusal": error_code, ...}) having written nothing.
+-- p_requests are held (the daily include first, then the wallet) and records the hold, returning
+-- it with the account after it, or returns the refusal ({"refusal": error_code, ...}, with the
+-- account as read) having written nothing.
 create function billing_hold(p_customer bigint, p_mode text, p_now timestamptz, p_day date, p_requests integer)
 returns jsonb
 language plpgsql as $$
@@ -57,11 +58,11 @@ begin
     return jsonb_build_object('refusal', 'unknown_customer');
   end if;
   if s->>'label' is null or not (s->>'active')::boolean then
-    return jsonb_build_object('refusal', 'no_plan');
+    return jsonb_build_object('refusal', 'no_plan', 'account', s);
   end if;
   if (s->>'subRequired')::boolean and s->>'subExpiresAt' is not null
      and (s->>'subExpiresAt')::timestamptz <= p_now then
-    return jsonb_build_object('refusal', 'subscription_expired', 'subExpiresAt', s->'subExpiresAt');
+    return jsonb_build_object('refusal', 'subscription_expired', 'subExpiresAt', s->'subExpiresAt', 'account', s);
   end if;
   v_limit := (s->>'dailyLimit')::integer;
   v_rate := (s->>'perRequestMicros')::bigint;
@@ -72,10 +73,10 @@ begin
   v_wallet := p_requests - v_included;
   if v_wallet > 0 then
     if v_limit is not null and not (s->>'overage')::boolean then
-      return jsonb_build_object('refusal', 'quota_exceeded');
+      return jsonb_build_object('refusal', 'quota_exceeded', 'account', s);
     end if;
     if (s->>'balanceMicros')::bigint - (s->>'heldMicros')::bigint < v_wallet * v_rate then
-      return jsonb_build_object('refusal', 'insufficient_funds');
+      return jsonb_build_object('refusal', 'insufficient_funds', 'account', s);
     end if;
   end if;
   if p_requests > 0 then
@@ -88,7 +89,12 @@ begin
     update accounts set held_micros = held_micros + v_wallet * v_rate
      where customer_id = p_customer and mode = p_mode;
   end if;
-  return jsonb_build_object('day', p_day, 'rate', v_rate, 'included', v_included, 'wallet', v_wallet);
+  -- The account after the hold (for the quota headers), without reading it again.
+  return jsonb_build_object('day', p_day, 'rate', v_rate, 'included', v_included, 'wallet', v_wallet,
+    'account', s || jsonb_build_object(
+      'usedToday', (s->>'usedToday')::integer + p_requests,
+      'overageToday', (s->>'overageToday')::integer + v_wallet,
+      'heldMicros', (s->>'heldMicros')::bigint + v_wallet * v_rate));
 end $$;
 
 -- Bills one held request of a job: from the include while any is open, else from the wallet
@@ -375,7 +381,7 @@ begin
         created_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.created_at else idempotency_keys.created_at end,
         expires_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.expires_at else idempotency_keys.expires_at end;
   return jsonb_build_object('kind', 'started', 'job_id', v_job, 'todo', to_jsonb(v_todo_positions),
-                            'sending', to_jsonb(v_sending));
+                            'sending', to_jsonb(v_sending), 'account', v_hold->'account');
 end $$;
 
 -- Phase 1 of a redeem of the caller's own codes, in one round trip: redeem_begin, then
@@ -395,9 +401,11 @@ begin
   else
     v_result := v_begin;
   end if;
+  -- The account for the quota headers: as the hold left it, else read now.
   return v_result || jsonb_build_object(
     'hits', v_begin->'hits',
-    'account', account_state((p->>'customer_id')::bigint, p->>'mode', (p->>'day')::date));
+    'account', coalesce(v_result->'account',
+                        account_state((p->>'customer_id')::bigint, p->>'mode', (p->>'day')::date)));
 end $$;
 
 -- Records one code's outcome with its capture or release and its stock state, and keeps the
@@ -434,17 +442,18 @@ begin
   if v_stock is not null then
     perform stock_set_state(array[v_stock], p->>'stock_state', v_now);
   end if;
-  update jobs set lease_expires_at = greatest(lease_expires_at, (p->>'lease_until')::timestamptz) where id = v_job;
   v_result := jsonb_build_object('recorded', true, 'wallet_micros', v_wallet);
   if coalesce((p->>'finish')::boolean, false)
      and not exists (select 1 from job_codes where job_id = v_job and state <> 'done') then
     v_status := job_finish_sync(v_job, v_now, p->>'owner', (p->>'customer_id')::bigint, p->>'mode', p->>'request_id');
     if v_status is not null then
-      v_result := v_result || jsonb_build_object(
+      return v_result || jsonb_build_object(
         'finished', v_status,
         'codes', job_codes_json(v_job),
         'account', account_state((p->>'customer_id')::bigint, p->>'mode', (p->>'day')::date));
     end if;
   end if;
+  -- Codes still to record: the job stays ours a while longer (a finished job needs no lease).
+  update jobs set lease_expires_at = greatest(lease_expires_at, (p->>'lease_until')::timestamptz) where id = v_job;
   return v_result;
 end $$;
