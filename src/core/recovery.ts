@@ -6,8 +6,8 @@
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
 
-import type { Queryable } from '../db/database.ts';
 import { releaseOne } from './billing.ts';
+import { releaseKey } from './idempotency-keys.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
 import type { RedeemDeps } from './redeem.ts';
@@ -86,23 +86,7 @@ export async function settleStoppedJob(
     if (job.isAsync) {
       await enqueueJobEvent(tx, job, 'redeem.failed', deps.clock);
     } else {
-      await tx.query(
-        `update idempotency_keys set state = 'released' where customer_id = $1 and mode = $2 and key = $3 and job_id = $4`,
-        [job.customerId, job.mode, job.idempotencyKey, jobId],
-      );
+      await releaseKey(tx, job);
     }
   });
-}
-
-/**
- * Deletes idempotency keys past their 24 hours (an expired key already counts as absent; this
- * only keeps the table small). Bounded per call so one sweep never holds the database long.
- */
-export async function purgeExpiredKeys(db: Queryable, now: Date): Promise<number> {
-  const r = await db.query(
-    `delete from idempotency_keys where ctid = any(array(
-       select ctid from idempotency_keys where expires_at < $1 limit 1000))`,
-    [now],
-  );
-  return r.rowCount;
 }

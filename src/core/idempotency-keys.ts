@@ -1,0 +1,40 @@
+// Idempotency keys (contract section 5): the life of a key, in one place.
+//
+//   (absent or expired) ──take──▶ in_progress ──finish──▶ done ──24 h──▶ purged
+//                                      │                    ▲
+//                                      └──release──▶ released ──take again (resume)──┘
+//
+// - read and take: phase 1, under the account's row lock, in the SQL functions redeem_begin (the
+//   verdict: conflict, in_progress, interrupted, replay, or resume) and redeem_create_job (the
+//   take; an async request's key is taken `done` with its 202 at once), migration 0011;
+// - finish: job_finish_sync, in the same commit as the sync job's last outcome (or finishSyncJob,
+//   core/redeem-run.ts), by primary key: the job names its key;
+// - release: below, when a sync job stopped before finishing (a 5xx): a retry with the key
+//   resumes from the recorded outcomes;
+// - purge: below, by the sweeper.
+import type { Queryable } from '../db/database.ts';
+import type { JobRow } from './jobs.ts';
+
+/** Releases the key of a sync job settled as failed or interrupted, if it still points at it. */
+export async function releaseKey(
+  tx: Queryable,
+  job: Pick<JobRow, 'id' | 'customerId' | 'mode' | 'idempotencyKey'>,
+): Promise<void> {
+  await tx.query(
+    `update idempotency_keys set state = 'released' where customer_id = $1 and mode = $2 and key = $3 and job_id = $4`,
+    [job.customerId, job.mode, job.idempotencyKey, job.id],
+  );
+}
+
+/**
+ * Deletes idempotency keys past their 24 hours (an expired key already counts as absent; this
+ * only keeps the table small). Bounded per call so one sweep never holds the database long.
+ */
+export async function purgeExpiredKeys(db: Queryable, now: Date): Promise<number> {
+  const r = await db.query(
+    `delete from idempotency_keys where ctid = any(array(
+       select ctid from idempotency_keys where expires_at < $1 limit 1000))`,
+    [now],
+  );
+  return r.rowCount;
+}
