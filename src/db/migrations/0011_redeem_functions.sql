@@ -7,6 +7,8 @@
 -- core/job-states.ts) and every caller (redeem, recovery, quarantine) use them.
 --
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
+-- Every function is PL/pgSQL, also the one-query ones: PostgreSQL plans a SQL-language function's
+-- query again on every call it does not inline, while PL/pgSQL keeps its plans per connection.
 -- Lock order, as before: the account row, then the job row (or daily_usage, stock rows).
 
 -- The billing lock of a customer and mode: the account row, made when missing.
@@ -23,21 +25,23 @@ end $$;
 -- What billing and the quota headers need about one customer in one mode on one day, as the
 -- camelCase fields of core/accounts.ts AccountRow. Null for no such customer.
 create function account_state(p_customer bigint, p_mode text, p_day date) returns jsonb
-language sql stable as $$
-  select jsonb_build_object(
-           'disabled', c.disabled_at is not null,
-           'subRequired', c.subscription_required,
-           'subExpiresAt', c.subscription_expires_at,
-           'label', p.label, 'dailyLimit', p.daily_limit, 'perRequestMicros', p.per_request_micros,
-           'overage', p.overage, 'active', p.active,
-           'balanceMicros', coalesce(a.balance_micros, 0), 'heldMicros', coalesce(a.held_micros, 0),
-           'usedToday', coalesce(u.used, 0), 'overageToday', coalesce(u.overage, 0))
-    from customers c
-    left join plans p on p.customer_id = c.id
-    left join accounts a on a.customer_id = c.id and a.mode = p_mode
-    left join daily_usage u on u.customer_id = c.id and u.mode = p_mode and u.day = p_day
-   where c.id = p_customer
-$$;
+language plpgsql stable as $$
+begin
+  return (
+    select jsonb_build_object(
+             'disabled', c.disabled_at is not null,
+             'subRequired', c.subscription_required,
+             'subExpiresAt', c.subscription_expires_at,
+             'label', p.label, 'dailyLimit', p.daily_limit, 'perRequestMicros', p.per_request_micros,
+             'overage', p.overage, 'active', p.active,
+             'balanceMicros', coalesce(a.balance_micros, 0), 'heldMicros', coalesce(a.held_micros, 0),
+             'usedToday', coalesce(u.used, 0), 'overageToday', coalesce(u.overage, 0))
+      from customers c
+      left join plans p on p.customer_id = c.id
+      left join accounts a on a.customer_id = c.id and a.mode = p_mode
+      left join daily_usage u on u.customer_id = c.id and u.mode = p_mode and u.day = p_day
+     where c.id = p_customer);
+end $$;
 
 -- Step 12 of contract section 3 (billing, section 2), under the account lock: decides how
 -- p_requests are held (the daily include first, then the wallet) and records the hold, returning
@@ -169,22 +173,26 @@ end $$;
 
 -- Moves stock codes to a state; back to `available` they are no longer anyone's reservation.
 create function stock_set_state(p_ids bigint[], p_state text, p_now timestamptz) returns integer
-language sql as $$
-  with moved as (
-    update stock_codes
-       set state = p_state, updated_at = p_now,
-           reserved_by = case when p_state = 'available' then null else reserved_by end
-     where id = any(p_ids)
-    returning 1)
-  select count(*)::integer from moved
-$$;
+language plpgsql as $$
+declare
+  v_moved integer;
+begin
+  update stock_codes
+     set state = p_state, updated_at = p_now,
+         reserved_by = case when p_state = 'available' then null else reserved_by end
+   where id = any(p_ids);
+  get diagnostics v_moved = row_count;
+  return v_moved;
+end $$;
 
 -- The burst limit's take (core/burst-limit.ts explains the window): accepted and recorded when
 -- fewer than p_limit requests of the key were accepted in (now - window, now]. The key's row
 -- stays locked until the calling transaction ends.
 create function burst_take(p_key text, p_now_ms bigint, p_window_ms bigint, p_limit bigint)
 returns table (ok boolean, hits bigint[])
-language sql as $$
+language plpgsql as $$
+begin
+  return query
   insert into burst_windows as w (key_id, hits_ms, accepted)
   values (p_key, array[p_now_ms], true)
   on conflict (key_id) do update set
@@ -195,8 +203,8 @@ language sql as $$
            then array[p_now_ms]
            else '{}'::bigint[]
          end
-  returning w.accepted, w.hits_ms
-$$;
+  returning w.accepted, w.hits_ms;
+end $$;
 
 -- Finishes a sync job still run by p_owner for its caller: completed, and its key answers with
 -- a replay of status 200 (a code activated) or 422. Returns that status, or null when the job is
@@ -223,14 +231,16 @@ end $$;
 
 -- A job's codes as the camelCase fields core/jobs.ts builds results from, in position order.
 create function job_codes_json(p_job text) returns jsonb
-language sql stable as $$
-  select coalesce(jsonb_agg(jsonb_build_object(
-           'position', position, 'codeHash', code_hash, 'codeEncrypted', code_encrypted,
-           'codeLength', code_length, 'last4', last4, 'stockId', stock_id, 'category', category, 'uc', uc,
-           'state', state, 'status', status, 'errorCode', error_code, 'disposition', disposition,
-           'billed', billed, 'reused', reused) order by position), '[]'::jsonb)
-    from job_codes where job_id = p_job
-$$;
+language plpgsql stable as $$
+begin
+  return (
+    select coalesce(jsonb_agg(jsonb_build_object(
+             'position', position, 'codeHash', code_hash, 'codeEncrypted', code_encrypted,
+             'codeLength', code_length, 'last4', last4, 'stockId', stock_id, 'category', category, 'uc', uc,
+             'state', state, 'status', status, 'errorCode', error_code, 'disposition', disposition,
+             'billed', billed, 'reused', reused) order by position), '[]'::jsonb)
+      from job_codes where job_id = p_job);
+end $$;
 
 -- Phase 1, first half (steps 10 of contract section 3, after authentication and the burst
 -- limit): re-checks a cached key ({"kind": "recheck"} when it was revoked or its customer
