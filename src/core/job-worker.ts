@@ -3,10 +3,11 @@
 // lease, and never crashes the process. Its loop is the shared background loop.
 import { isConnectionError } from '../db/database.ts';
 import { startBackgroundLoop } from './background-loop.ts';
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import { LEASE_MS } from './instance.ts';
+import { claimJob, finishAsyncJob, ownUnrunJobs } from './job-states.ts';
 import { settleStoppedJob } from './recovery.ts';
 import type { RedeemDeps } from './redeem.ts';
-import { type ExecuteOptions, executeJob, finishAsyncJob } from './redeem-run.ts';
+import { type ExecuteOptions, executeJob } from './redeem-run.ts';
 
 export interface JobWorkerOptions {
   /** Jobs run at once by this process (JOB_CONCURRENCY, default 4). */
@@ -29,57 +30,6 @@ export interface JobWorker {
   stop(graceMs?: number): Promise<number>;
   /** Jobs running in this process now. */
   running(): number;
-}
-
-/**
- * Claims one queued job for this process, or returns null. Fair across customers: live jobs
- * before test jobs, then the customer with the fewest jobs running (across every process), then
- * the oldest. So a customer with thousands of queued jobs takes turns with one that has a single
- * job, and test traffic never delays live traffic.
- *
- * Only each customer's oldest queued job (per mode) is a candidate, found by a skip scan over
- * jobs_queued_by_customer (one index probe per waiting customer), so a claim costs the same with
- * a backlog of ten jobs or of a hundred thousand. A candidate another process is claiming right
- * now (locked) is skipped for this round.
- */
-export async function claimJob(deps: RedeemDeps): Promise<string | null> {
-  const now = deps.clock.now();
-  const r = await deps.db.query<{ id: string }>(
-    `with recursive waiting (mode, customer_id) as (
-       (select mode, customer_id from jobs where status = 'queued' order by mode, customer_id limit 1)
-       union all
-       select next.mode, next.customer_id
-         from waiting w,
-              lateral (select mode, customer_id from jobs
-                        where status = 'queued' and (mode, customer_id) > (w.mode, w.customer_id)
-                        order by mode, customer_id limit 1) next
-     ),
-     candidates as (
-       select oldest.id, oldest.created_at, w.mode, w.customer_id
-         from waiting w,
-              lateral (select id, created_at from jobs
-                        where status = 'queued' and mode = w.mode and customer_id = w.customer_id
-                        order by created_at, id limit 1) oldest
-     ),
-     ranked as (
-       select c.id, row_number() over (
-                order by (c.mode = 'test'),
-                         (select count(*) from jobs b where b.customer_id = c.customer_id and b.status = 'running'),
-                         c.created_at, c.id) as turn
-         from candidates c
-     )
-     update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
-      where id = (
-        select j.id from jobs j join ranked on ranked.id = j.id
-         where j.status = 'queued'
-         order by ranked.turn
-         limit 1
-         for update of j skip locked)
-        and status = 'queued'
-      returning id`,
-    [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now],
-  );
-  return r.rows[0]?.id ?? null;
 }
 
 /**
@@ -117,18 +67,6 @@ async function retryOnConnectionError<T>(fn: () => Promise<T>, forMs: number): P
       await new Promise((r) => setTimeout(r, delay));
     }
   }
-}
-
-/**
- * Async jobs this process holds the lease of but does not run: a claim whose answer was lost
- * with its connection (the update committed, the reply never came).
- */
-async function ownUnrunJobs(deps: RedeemDeps, runningIds: ReadonlySet<string>): Promise<string[]> {
-  const r = await deps.db.query<{ id: string }>(
-    `select id from jobs where status = 'running' and is_async and lease_owner = $1`,
-    [INSTANCE_ID],
-  );
-  return r.rows.map((row) => row.id).filter((id) => !runningIds.has(id));
 }
 
 export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): JobWorker {

@@ -8,7 +8,7 @@
 
 import { releaseOne } from './billing.ts';
 import { releaseKey } from './idempotency-keys.ts';
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import { stopJob, takeOverOrphanedJobs } from './job-states.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
 import type { RedeemDeps } from './redeem.ts';
 import { recordOutcome } from './redeem-run.ts';
@@ -22,14 +22,8 @@ import { enqueueJobEvent } from './webhook-events.ts';
  */
 export async function recoverOrphanedJobs(deps: RedeemDeps, opts: { all: boolean }): Promise<string[]> {
   const now = deps.clock.now();
-  const claimed = await deps.db.query<{ id: string }>(
-    `update jobs set lease_owner = $1, lease_expires_at = $2
-      where status = 'running' and ($3 or lease_expires_at < $4 or lease_owner is null)
-      returning id`,
-    [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), opts.all, now],
-  );
   const settled: string[] = [];
-  for (const { id } of claimed.rows) {
+  for (const id of await takeOverOrphanedJobs(deps.db, now, opts)) {
     try {
       await settleStoppedJob(deps, id, 'interrupted');
       settled.push(id);
@@ -77,10 +71,7 @@ export async function settleStoppedJob(
             message: 'the job was stopped by a server restart; unused stock and quota were restored',
           }
         : { error_code: 'internal', message: 'the job failed on the service side; every hold was released' };
-    await tx.query(
-      `update jobs set status = $2, error = $3, finished_at = $4, lease_owner = null where id = $1`,
-      [jobId, as, JSON.stringify(error), deps.clock.now()],
-    );
+    await stopJob(tx, jobId, as, error, deps.clock.now());
     // A sync key is released so the same key can be retried; an async key keeps pointing at
     // its job, whose state decides the answer (503 job_interrupted, or the 202 replay).
     if (job.isAsync) {

@@ -5,11 +5,12 @@
 import { ApiError, knownError } from '../http/errors.ts';
 import type { AccountState } from './accounts.ts';
 import type { BurstSlot } from './burst-limit.ts';
+import { finishSyncJob } from './job-states.ts';
 import { buildResult, type JobCodeRow, type JobRow, loadJob, loadJobCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
 import { type Caller, type RedeemDeps, type StartAnswer, startRedeem } from './redeem.ts';
 import type { RedeemRequest } from './redeem-request.ts';
-import { finishSyncJob, runSyncJob } from './redeem-run.ts';
+import { runSyncJob } from './redeem-run.ts';
 
 export interface RedeemInput {
   idempotencyKey: string;

@@ -6,11 +6,12 @@
 //   its webhook event in the outbox.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../db/database.ts';
-import { ApiError, databaseUnavailable } from '../http/errors.ts';
-import { type AccountRow, type AccountState, accountStateFrom, type Mode } from './accounts.ts';
+import { databaseUnavailable } from '../http/errors.ts';
+import { type AccountRow, type AccountState, accountStateFrom } from './accounts.ts';
 import { utcDay } from './clock.ts';
 import { decryptCode } from './code-crypto.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import { extendLease, type Lease } from './job-states.ts';
 import {
   BILLED_STATUSES,
   dispositionOf,
@@ -22,16 +23,10 @@ import {
   STOCK_STATE_OF,
 } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
-import type { Caller, RedeemDeps } from './redeem.ts';
-import { enqueueJobEvent } from './webhook-events.ts';
+import type { RedeemDeps } from './redeem.ts';
 
 /** Codes of one job sent to the upstream at once, unless CODE_CONCURRENCY says otherwise. */
 export const CODE_CONCURRENCY = 5;
-
-/** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */
-interface Lease {
-  until: number;
-}
 
 export interface ExecuteOptions {
   /** Codes sent at once (CODE_CONCURRENCY, default 5). */
@@ -233,17 +228,6 @@ async function whileLeased<T>(
   }
 }
 
-async function extendLease(deps: RedeemDeps, jobId: string, lease: Lease) {
-  const until = deps.clock.now().getTime() + LEASE_MS;
-  const r = await deps.db.query('update jobs set lease_expires_at = $3 where id = $1 and lease_owner = $2', [
-    jobId,
-    INSTANCE_ID,
-    new Date(until),
-  ]);
-  // Taken over (recovery found the lease run out): nothing of this job is ours to write any more.
-  lease.until = r.rowCount > 0 ? Math.max(lease.until, until) : 0;
-}
-
 /**
  * One code: mark it out with the upstream (unless phase 1 did), call the activator, record the
  * outcome. Returns whether it was billed, and the finished job when its commit finished it.
@@ -376,48 +360,4 @@ export async function recordOutcome(
     codes: recorded.codes!,
     account: accountStateFrom(job.customerId, recorded.account!),
   };
-}
-
-/**
- * Last phase of a sync redeem whose last outcome did not finish it: the job is completed and its
- * key answers with a replay. Returns the status stored with the key. Throws 503 unavailable when
- * recovery took the job over meanwhile (its key was released, so a retry with the same key
- * resumes from the recorded outcomes).
- */
-export async function finishSyncJob(
-  deps: RedeemDeps,
-  caller: Caller,
-  jobId: string,
-  requestId: string,
-): Promise<number> {
-  const r = await deps.db.query<{ status: number | null }>(
-    'select job_finish_sync($1, $2, $3, $4, $5, $6) as status',
-    [jobId, deps.clock.now(), INSTANCE_ID, caller.customerId, caller.mode, requestId],
-    'sync_job_finish',
-  );
-  const status = r.rows[0]!.status;
-  if (status === null)
-    throw new ApiError(
-      'unavailable',
-      'the redeem was interrupted; retry with the same Idempotency-Key',
-      {},
-      { 'Retry-After': '1' },
-    );
-  return status;
-}
-
-/** Last phase of an async job: completed, and its redeem.completed event in the outbox. */
-export async function finishAsyncJob(deps: RedeemDeps, jobId: string): Promise<boolean> {
-  return deps.db.transaction(async (tx) => {
-    const done = await tx.query<{ customerId: number; mode: Mode }>(
-      `update jobs set status = 'completed', finished_at = $2, lease_owner = null
-        where id = $1 and status = 'running' and lease_owner = $3
-        returning customer_id as "customerId", mode`,
-      [jobId, deps.clock.now(), INSTANCE_ID],
-    );
-    const job = done.rows[0];
-    if (!job) return false; // taken over by recovery: it reports the job
-    await enqueueJobEvent(tx, { id: jobId, ...job }, 'redeem.completed', deps.clock);
-    return true;
-  });
 }
