@@ -203,6 +203,7 @@ const schema = z
     SHUTDOWN_GRACE_MS: optionalString.transform((v, ctx) => millis(v, 25_000, 'SHUTDOWN_GRACE_MS', ctx)),
     JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
     CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
+    WORKER_POLL_MS: optionalString.transform((v, ctx) => positiveInt(v, 250, 'WORKER_POLL_MS', ctx)),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
       .pipe(

@@ -30,6 +30,7 @@ import {
   openDatabase,
   withoutDeadlines,
 } from './db/database.ts';
+import { type Listener, startListener } from './db/listener.ts';
 import { migrate } from './db/migrate.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { AppContext } from './http/context.ts';
@@ -172,6 +173,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let webhookWorker: WebhookWorker | undefined;
   let worker: JobWorker | undefined;
   let sweeper: BackgroundLoop | undefined;
+  let listener: Listener | undefined;
   try {
     // A migration may build an index on a large table or wait for another process's lock.
     const applied = await migrate(withoutDeadlines(db));
@@ -225,12 +227,25 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       logger,
       pass: () => sweepOnce(ctx),
     });
-    webhookWorker = startWebhookWorker(ctx);
+    webhookWorker = startWebhookWorker(ctx, { pollMs: config.WORKER_POLL_MS });
     worker = startJobWorker(ctx, {
       concurrency: config.JOB_CONCURRENCY,
       codeConcurrency: config.CODE_CONCURRENCY,
+      pollMs: config.WORKER_POLL_MS,
       onJobEnded: () => webhookWorker?.wake(),
     });
+    // Woken by every process's writes (PostgreSQL; on the embedded database this process is the
+    // only one, and it wakes its own workers).
+    if (db.kind === 'postgres' && config.DATABASE_URL)
+      listener = startListener({
+        url: config.DATABASE_URL,
+        channels: {
+          redeem_job_queued: () => worker?.wake(),
+          redeem_webhook_event: () => webhookWorker?.wake(),
+        },
+        logger,
+        connectTimeoutMs: config.DATABASE_TIMEOUT_MS,
+      });
 
     publicApp = await buildPublicApp(ctx);
     adminApp = await buildAdminApp(ctx);
@@ -270,6 +285,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // Connections kept alive by clients that send nothing more would hold the close forever.
       for (const a of apps) a.server.closeAllConnections();
       await closed;
+      await listener?.stop();
       await webhookWorker!.stop();
       await http?.close();
       await db.close();
@@ -293,6 +309,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       adminApp?.close(),
       worker?.stop(0),
       webhookWorker?.stop(),
+      listener?.stop(),
     ]);
     await db.close().catch(() => undefined);
     throw err;

@@ -1,0 +1,23 @@
+-- Wake-ups across processes (src/db/listener.ts): the database notifies every listening process
+-- when an async job is queued or a webhook event is written, whichever process wrote it, so an
+-- idle worker elsewhere starts at once instead of at its next poll. NOTIFY is sent at commit, and
+-- identical notifications of one transaction are sent once. The sync hot path notifies nothing.
+create function notify_job_queued() returns trigger
+language plpgsql as $$
+begin
+  perform pg_notify('redeem_job_queued', '');
+  return null;
+end $$;
+
+create trigger jobs_notify_queued after insert on jobs
+for each row when (new.status = 'queued') execute function notify_job_queued();
+
+create function notify_webhook_event() returns trigger
+language plpgsql as $$
+begin
+  perform pg_notify('redeem_webhook_event', '');
+  return null;
+end $$;
+
+create trigger webhook_events_notify after insert on webhook_events
+for each statement execute function notify_webhook_event();
