@@ -77,6 +77,9 @@ interface Row {
   /** PostgreSQL's backends of the database: % of one core, and transactions committed per request. */
   pgCpu?: number;
   commitsPerRequest?: number;
+  /** Statements and round trips per request, from the gateway's own counts (its /metrics). */
+  statementsPerRequest?: number;
+  roundTripsPerRequest?: number;
 }
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -129,6 +132,16 @@ function parseOptions(argv: string[]): Options | null {
   };
 }
 
+/** The gateway's database seam counts, from its admin /metrics. */
+async function seamCounts(admin: { url: string; token: string }) {
+  const text = await (
+    await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })
+  ).text();
+  const read = (name: string) =>
+    Number(new RegExp(`^redeem_gateway_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { statements: read('db_statements_total'), roundTrips: read('db_round_trips_total') };
+}
+
 /** Runs one scenario: warm-up (discarded), then the measured run, with the server's CPU use. */
 async function measure(
   o: Options,
@@ -137,6 +150,7 @@ async function measure(
   server: Child,
   target: autocannon.Options,
   pgUrl?: string,
+  admin?: { url: string; token: string },
 ): Promise<Row> {
   // Why requests were not 2xx: "status error_code" (or the code's status for a 422 redeem result).
   const reasons = new Map<string, number>();
@@ -159,6 +173,7 @@ async function measure(
   const base = { connections: o.connections, ...target, ...(requests ? { requests } : {}) };
   if (o.warmup > 0) await autocannon({ ...base, duration: o.warmup });
   const pg0 = pgUrl ? await pgSnapshot(pgUrl) : undefined;
+  const seam0 = admin ? await seamCounts(admin) : undefined;
   const cpu0 = processCpuSeconds(server.pid);
   const machine0 = machineCpu();
   const t0 = process.hrtime.bigint();
@@ -168,6 +183,7 @@ async function measure(
   const cpu1 = processCpuSeconds(server.pid);
   const machine1 = machineCpu();
   const pg1 = pgUrl && pg0 ? await pgSnapshot(pgUrl, pg0.pids) : undefined;
+  const seam1 = admin ? await seamCounts(admin) : undefined;
   const statuses = Object.entries(r.statusCodeStats)
     .filter(([status]) => !status.startsWith('2'))
     .map(([status, s]) => `${status}×${s.count}`)
@@ -186,6 +202,15 @@ async function measure(
     cpuMsPerRequest: (1000 * (cpu1 - cpu0)) / Math.max(1, r.requests.total ?? 0),
     machineCpu: (100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total),
     reasons: [...reasons].map(([why, n]) => `${why} ×${n}`).join('; '),
+    ...(seam0 && seam1
+      ? {
+          // The gateway's own count (its /metrics), less the second scrape's one query.
+          statementsPerRequest:
+            (seam1.statements - seam0.statements - 1) / Math.max(1, r.requests.total ?? 0),
+          roundTripsPerRequest:
+            (seam1.roundTrips - seam0.roundTrips - 1) / Math.max(1, r.requests.total ?? 0),
+        }
+      : {}),
     ...(pg0 && pg1
       ? {
           pgCpu: (100 * backendCpuBetween(pg0, pg1)) / seconds,
@@ -280,11 +305,12 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
     const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
     let sequence = 0;
 
+    const admin = { url: `http://${HOST}:${adminPort}`, token: adminToken };
     const rows: Row[] = [];
     for (const scenario of o.scenarios) {
       if (scenario === 'health') {
         rows.push(
-          await measure(o, scenario, database, server, { url: `${publicUrl}/v1/health` }, databaseUrl),
+          await measure(o, scenario, database, server, { url: `${publicUrl}/v1/health` }, databaseUrl, admin),
         );
       } else if (scenario === 'me') {
         rows.push(
@@ -304,6 +330,7 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
               ],
             },
             databaseUrl,
+            admin,
           ),
         );
       } else if (scenario === 'redeem') {
@@ -335,6 +362,7 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
               ],
             },
             databaseUrl,
+            admin,
           ),
         );
       }
@@ -367,6 +395,8 @@ function printTable(
     'machine CPU',
     'PG CPU',
     'commits/req',
+    'statements/req',
+    'round trips/req',
   ];
   const lines = [...baselines, ...rows].map((r) => [
     r.scenario,
@@ -382,6 +412,8 @@ function printTable(
     Number.isNaN(r.machineCpu) ? '?' : `${r.machineCpu.toFixed(0)}%`,
     r.pgCpu === undefined || Number.isNaN(r.pgCpu) ? '' : `${r.pgCpu.toFixed(0)}%`,
     r.commitsPerRequest === undefined ? '' : r.commitsPerRequest.toFixed(2),
+    r.statementsPerRequest === undefined ? '' : r.statementsPerRequest.toFixed(2),
+    r.roundTripsPerRequest === undefined ? '' : r.roundTripsPerRequest.toFixed(2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const format = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;

@@ -11,7 +11,7 @@ import { loadJob, loadJobCodes } from '../src/core/jobs.ts';
 import { recordOutcome } from '../src/core/redeem-run.ts';
 import { openPglite } from '../src/db/database.ts';
 import { createMetrics } from '../src/metrics/registry.ts';
-import { ADMIN_TOKEN, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { onPostgres } from './helpers/db.ts';
 import { createTestCa, type Receiver, startReceiver, type TestCa } from './helpers/https-receiver.ts';
 import { adminHttp, type ServerProcess, serverProcesses, TEST_ADMIN_TOKEN } from './helpers/process.ts';
@@ -602,5 +602,42 @@ describe('the exposition-format reader used above', () => {
     ['no final newline', '# TYPE b gauge\nb 1'],
   ])('refuses %s', (_what, text) => {
     expect(() => parsePrometheusText(text)).toThrow();
+  });
+});
+
+describe("the database seam's counts", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await createTestApp({ jobWorker: false });
+  });
+  afterAll(() => app.close());
+  const scrapeOf = async () => {
+    const res = await app.admin.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(res.statusCode).toBe(200);
+    return parsePrometheusText(res.body);
+  };
+
+  test("are the process's own (Database.counters), read at scrape time", async () => {
+    const m = await createMerchant(app, { topup: { test: 1 } });
+    const me = () => app.api.inject({ method: 'GET', url: '/v1/me', headers: bearer(m.key) });
+    expect((await me()).statusCode).toBe(200);
+    const before = await scrapeOf();
+    // The scrape's own query (the jobs gauge) is counted before or after the read, not more.
+    for (const [name, field] of [
+      ['db_statements_total', 'statements'],
+      ['db_round_trips_total', 'roundTrips'],
+      ['db_commits_total', 'commits'],
+    ] as const) {
+      expect(before.types.get(`${M}${name}`)).toBe('counter');
+      expect([0, 1]).toContain(app.ctx.db.counters[field] - before.value(`${M}${name}`));
+    }
+    expect((await me()).statusCode).toBe(200);
+    const after = await scrapeOf();
+    // GET /v1/me of a cached key is one statement; one scrape's jobs query is the other.
+    expect(after.value(`${M}db_statements_total`) - before.value(`${M}db_statements_total`)).toBe(2);
   });
 });

@@ -200,7 +200,10 @@ function hasPoisonKey(root: unknown): boolean {
 }
 
 /** The verdict for raw body text, as the service reads it (JSON, a leading BOM ignored). */
-function oracleForText(text: string): Verdict {
+function oracleForText(sent: string): Verdict {
+  // What the server receives: the text sent as UTF-8, where a lone surrogate (a JS string can
+  // hold one, UTF-8 cannot) became U+FFFD. An escaped one (\ud800 in JSON) stays a refusal.
+  const text = Buffer.from(sent, 'utf8').toString('utf8');
   let value: unknown;
   try {
     value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);

@@ -10,7 +10,7 @@ import type { ActivationStatus } from '../activators/activator.ts';
 import type { BreakerState } from '../activators/http.ts';
 import type { Mode } from '../core/accounts.ts';
 import type { Disposition } from '../core/jobs.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, DatabaseCounters } from '../db/database.ts';
 
 export type Listener = 'public' | 'admin';
 /** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
@@ -33,7 +33,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 
 export interface MetricsOptions {
   /** Read at scrape time: jobs queued and running (one query), and the connection pool. */
-  db: Pick<Database, 'query'> & { poolStats?: Database['poolStats'] };
+  db: Pick<Database, 'query'> & { poolStats?: Database['poolStats']; counters?: Database['counters'] };
   /** Node's process metrics (CPU, memory, event loop lag, GC); default true. */
   processMetrics?: boolean;
 }
@@ -235,6 +235,27 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       if (s) this.set(s.max);
     },
   });
+
+  // What this process asked of the database (the seam's own counts, Database.counters): the
+  // cost per request of the hot path, read by the load benchmark (bench/run.ts).
+  const seamCounters: Array<[keyof DatabaseCounters, string, string]> = [
+    ['statements', 'db_statements_total', 'Statements this process sent to the database'],
+    ['roundTrips', 'db_round_trips_total', 'Round trips to the database (statements, BEGIN, COMMIT)'],
+    ['commits', 'db_commits_total', 'Commits: transactions and statements run on their own'],
+  ];
+  for (const [field, name, help] of seamCounters) {
+    new Counter({
+      name: `${PREFIX}${name}`,
+      help,
+      registers,
+      collect() {
+        const counters = opts.db.counters;
+        if (!counters) return;
+        this.reset();
+        this.inc(counters[field]);
+      },
+    });
+  }
 
   return {
     registry,
