@@ -31,7 +31,7 @@ type Verdict =
 
 /** Contract section 2, as prose turned into code: the model the SQL is checked against. */
 function model(a: Account, requests: number): Verdict {
-  if (!a.plan || !a.plan.active) return { refusal: 'no_plan' };
+  if (!a.plan?.active) return { refusal: 'no_plan' };
   const exp = a.subscription.expiresInS;
   if (a.subscription.required && exp !== null && exp <= 0) return { refusal: 'subscription_expired' };
   const remaining = a.plan.dailyLimit === null ? 0 : Math.max(0, a.plan.dailyLimit - (a.used - a.overage));
