@@ -13,7 +13,7 @@ import { CATEGORIES } from './core/catalog.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import { purgeExpiredKeys } from './core/idempotency-keys.ts';
 import { randomBase62 } from './core/ids.ts';
-import { SWEEP_MS } from './core/instance.ts';
+import { INSTANCE_ID, SWEEP_MS } from './core/instance.ts';
 import { type JobWorker, startJobWorker } from './core/job-worker.ts';
 import { issueKey } from './core/keys.ts';
 import { checkQuarantined } from './core/quarantine.ts';
@@ -30,7 +30,7 @@ import {
   openDatabase,
   withoutDeadlines,
 } from './db/database.ts';
-import { type Listener, startListener } from './db/listener.ts';
+import { type Listener, processApplicationName, startListener } from './db/listener.ts';
 import { migrate } from './db/migrate.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { AppContext } from './http/context.ts';
@@ -153,6 +153,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       connectTimeoutMs: config.DATABASE_TIMEOUT_MS,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+      // Names this process's writes in its wake-up notifications (src/db/listener.ts).
+      applicationName: processApplicationName(INSTANCE_ID),
       onConnectionError(err) {
         // Every pooled connection dies at once in a failover: one line a second is enough.
         if (Date.now() - lastConnectionLog < 1000) return;
@@ -245,6 +247,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         },
         logger,
         connectTimeoutMs: config.DATABASE_TIMEOUT_MS,
+        // This process wakes its own workers when it writes; only the others' writes matter here.
+        ignoreFrom: processApplicationName(INSTANCE_ID),
       });
 
     publicApp = await buildPublicApp(ctx);

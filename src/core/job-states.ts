@@ -10,15 +10,14 @@
 // - lease: a run keeps its job's lease (extendLease; each recorded outcome extends it too, in
 //   redeem_record_outcome); recovery takes over jobs whose lease ran out (takeOverOrphanedJobs);
 // - finish: a sync job with its last outcome (job_finish_sync, migration 0011, or finishSyncJob
-//   here), an async job with its webhook event in the outbox (finishAsyncJob);
+//   here), an async job with its webhook event in the outbox (job_finish_async, finishAsyncJob);
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
 //   (stopJob, inside settleStoppedJob of core/recovery.ts, which releases what it held).
 import type { Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
-import type { Mode } from './accounts.ts';
+import { newEventId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import type { Caller, RedeemDeps } from './redeem.ts';
-import { enqueueJobEvent } from './webhook-events.ts';
 
 /** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */
 export interface Lease {
@@ -157,18 +156,13 @@ export async function finishSyncJob(
   return status;
 }
 
-/** Last phase of an async job: completed, and its redeem.completed event in the outbox. */
+/** Last phase of an async job: completed, and its redeem.completed event in the outbox (one statement). */
 export async function finishAsyncJob(deps: RedeemDeps, jobId: string): Promise<boolean> {
-  return deps.db.transaction(async (tx) => {
-    const done = await tx.query<{ customerId: number; mode: Mode }>(
-      `update jobs set status = 'completed', finished_at = $2, lease_owner = null
-        where id = $1 and status = 'running' and lease_owner = $3
-        returning customer_id as "customerId", mode`,
-      [jobId, deps.clock.now(), INSTANCE_ID],
-    );
-    const job = done.rows[0];
-    if (!job) return false; // taken over by recovery: it reports the job
-    await enqueueJobEvent(tx, { id: jobId, ...job }, 'redeem.completed', deps.clock);
-    return true;
-  });
+  const r = await deps.db.query<{ finished: boolean }>(
+    'select job_finish_async($1, $2, $3, $4) as finished',
+    [jobId, deps.clock.now(), INSTANCE_ID, newEventId()],
+    'job_finish_async',
+  );
+  // False: taken over by recovery, which reports the job.
+  return r.rows[0]!.finished;
 }

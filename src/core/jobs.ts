@@ -68,6 +68,25 @@ export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | nul
   return r.rows[0] ?? null;
 }
 
+/**
+ * A job with its codes in one statement (the codes as job_codes_json gives them, migration 0011:
+ * every field a run or a result needs; startedAt, finishedAt and settlement are not among them).
+ */
+export async function loadJobWithCodes(
+  q: Queryable,
+  jobId: string,
+): Promise<{ job: JobRow; codes: JobCodeRow[] } | null> {
+  const r = await q.query<JobRow & { codes: JobCodeRow[] }>(
+    `select ${JOB_COLUMNS}, job_codes_json(id) as codes from jobs where id = $1`,
+    [jobId],
+    'job_with_codes',
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  const { codes, ...job } = row;
+  return { job, codes };
+}
+
 export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {
   const r = await q.query<JobCodeRow>(
     `select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`,

@@ -18,8 +18,7 @@ import {
   ERROR_CODE_OF,
   type JobCodeRow,
   type JobRow,
-  loadJob,
-  loadJobCodes,
+  loadJobWithCodes,
   STOCK_STATE_OF,
 } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
@@ -70,10 +69,11 @@ export async function executeJob(
   jobId: string,
   opts: ExecuteOptions = {},
 ): Promise<number> {
-  const job = await loadJob(deps.db, jobId);
-  if (!job) throw new Error(`job ${jobId} not found`);
+  const loaded = await loadJobWithCodes(deps.db, jobId);
+  if (!loaded) throw new Error(`job ${jobId} not found`);
+  const job = loaded.job;
   if (job.isAsync && job.startedAt) deps.metrics?.jobStarted(job.mode, +job.startedAt - +job.createdAt);
-  const pending = (await loadJobCodes(deps.db, jobId))
+  const pending = loaded.codes
     .filter((r) => r.state === 'pending')
     .map((r) => ({
       position: r.position,

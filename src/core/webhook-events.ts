@@ -1,5 +1,7 @@
 // The webhook outbox: an event row is written in the transaction that ends an async job, only
-// when the customer has a webhook registered for that mode. The webhook worker delivers it.
+// when the customer has a webhook registered for that mode (SQL function webhook_event_enqueue,
+// migration 0011, which an async job's finish calls in the same statement). The webhook worker
+// delivers it.
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from './accounts.ts';
 import type { Clock } from './clock.ts';
@@ -13,10 +15,10 @@ export async function enqueueJobEvent(
   clock: Clock,
 ): Promise<string | null> {
   const id = newEventId();
-  const r = await tx.query(
-    `insert into webhook_events (id, customer_id, mode, job_id, event, created_at, next_attempt_at)
-     select $1, $2, $3, $4, $5, $6, $6 from webhooks where customer_id = $2 and mode = $3`,
+  const r = await tx.query<{ written: boolean }>(
+    'select webhook_event_enqueue($1, $2, $3, $4, $5, $6) as written',
     [id, job.customerId, job.mode, job.id, event, clock.now()],
+    'webhook_event_enqueue',
   );
-  return r.rowCount > 0 ? id : null;
+  return r.rows[0]!.written ? id : null;
 }

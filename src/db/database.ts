@@ -137,6 +137,8 @@ export interface PostgresOptions {
   idleInTransactionTimeoutMs?: number;
   /** Told about connection errors that nothing else was waiting for (a killed idle connection). */
   onConnectionError?: (err: Error) => void;
+  /** The pool's connections' application_name (pg_stat_activity; the wake-up triggers send it). */
+  applicationName?: string;
 }
 
 /** The message of a connection problem without the URL's password: for one-line start errors. */
@@ -170,6 +172,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     ...(idleTxMs > 0 ? { idle_in_transaction_session_timeout: idleTxMs } : {}),
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    ...(options.applicationName ? { application_name: options.applicationName } : {}),
     types: {
       getTypeParser: ((oid: number, format?: string) =>
         oid === INT8_OID

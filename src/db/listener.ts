@@ -7,7 +7,8 @@
 //
 // The connection is reconnected after any loss (server restart, pg_terminate_backend, network)
 // with a capped backoff; each (re)connect wakes every handler once, for what was missed meanwhile.
-// It never throws into the process.
+// It never throws into the process. A notification carries the application_name of the
+// connection whose commit sent it; a process ignores its own (it wakes its workers itself).
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { describeConnectionError } from './database.ts';
@@ -20,6 +21,9 @@ export interface Listener {
 /** The application_name of the listening connection (pg_stat_activity shows it). */
 export const LISTENER_APPLICATION_NAME = 'redeem-gateway listener';
 
+/** The application_name of a process's pooled connections: its notifications are signed so. */
+export const processApplicationName = (instanceId: string) => `redeem-gateway ${instanceId}`;
+
 export function startListener(opts: {
   url: string;
   /** Channel → what to do when it is notified. */
@@ -29,6 +33,8 @@ export function startListener(opts: {
   maxBackoffMs?: number;
   /** Time allowed to connect (default 5000 ms). */
   connectTimeoutMs?: number;
+  /** Notifications whose payload is this (this process's own writes) are ignored. */
+  ignoreFrom?: string;
 }): Listener {
   const maxBackoffMs = opts.maxBackoffMs ?? 30_000;
   const channels = Object.keys(opts.channels);
@@ -77,7 +83,10 @@ export function startListener(opts: {
     };
     c.on('error', onLost);
     c.on('end', () => onLost(new Error('connection ended')));
-    c.on('notification', (n) => opts.channels[n.channel]?.());
+    c.on('notification', (n) => {
+      if (opts.ignoreFrom !== undefined && n.payload === opts.ignoreFrom) return;
+      opts.channels[n.channel]?.();
+    });
     try {
       await c.connect();
       for (const channel of channels) await c.query(`listen ${pg.escapeIdentifier(channel)}`);

@@ -229,6 +229,37 @@ begin
   return v_status;
 end $$;
 
+-- The webhook outbox (core/webhook-events.ts): an event row for a job, only when the customer
+-- has a webhook registered for that mode. Returns whether one was written.
+create function webhook_event_enqueue(p_id text, p_customer bigint, p_mode text, p_job text, p_event text,
+                                      p_now timestamptz) returns boolean
+language plpgsql as $$
+begin
+  insert into webhook_events (id, customer_id, mode, job_id, event, created_at, next_attempt_at)
+  select p_id, p_customer, p_mode, p_job, p_event, p_now, p_now
+    from webhooks where customer_id = p_customer and mode = p_mode;
+  return found;
+end $$;
+
+-- Finishes an async job still run by p_owner: completed, and its redeem.completed event in the
+-- outbox, in one commit. False when the job is no longer ours (recovery took it over and reports
+-- it).
+create function job_finish_async(p_job text, p_now timestamptz, p_owner text, p_event_id text) returns boolean
+language plpgsql as $$
+declare
+  v_customer bigint;
+  v_mode text;
+begin
+  update jobs set status = 'completed', finished_at = p_now, lease_owner = null
+   where id = p_job and status = 'running' and lease_owner = p_owner
+  returning customer_id, mode into v_customer, v_mode;
+  if not found then
+    return false;
+  end if;
+  perform webhook_event_enqueue(p_event_id, v_customer, v_mode, p_job, 'redeem.completed', p_now);
+  return true;
+end $$;
+
 -- A job's codes as the camelCase fields core/jobs.ts builds results from, in position order.
 create function job_codes_json(p_job text) returns jsonb
 language plpgsql stable as $$

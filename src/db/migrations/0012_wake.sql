@@ -1,11 +1,13 @@
 -- Wake-ups across processes (src/db/listener.ts): the database notifies every listening process
 -- when an async job is queued or a webhook event is written, whichever process wrote it, so an
 -- idle worker elsewhere starts at once instead of at its next poll. NOTIFY is sent at commit, and
--- identical notifications of one transaction are sent once. The sync hot path notifies nothing.
+-- identical notifications of one transaction are sent once. The payload is the writing
+-- connection's application_name, so a process can ignore its own writes (it wakes its workers
+-- itself). The sync hot path notifies nothing.
 create function notify_job_queued() returns trigger
 language plpgsql as $$
 begin
-  perform pg_notify('redeem_job_queued', '');
+  perform pg_notify('redeem_job_queued', current_setting('application_name'));
   return null;
 end $$;
 
@@ -15,7 +17,7 @@ for each row when (new.status = 'queued') execute function notify_job_queued();
 create function notify_webhook_event() returns trigger
 language plpgsql as $$
 begin
-  perform pg_notify('redeem_webhook_event', '');
+  perform pg_notify('redeem_webhook_event', current_setting('application_name'));
   return null;
 end $$;
 
