@@ -6,8 +6,10 @@
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
 
+import { isConnectionError } from '../db/database.ts';
 import { releaseOne } from './billing.ts';
 import { releaseKey } from './idempotency-keys.ts';
+import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { stopJob, takeOverOrphanedJobs } from './job-states.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
 import type { RedeemDeps } from './redeem.ts';
@@ -80,4 +82,35 @@ export async function settleStoppedJob(
       await releaseKey(tx, job);
     }
   });
+}
+
+/**
+ * A phase 1 whose commit this process could not confirm (the connection died under it): the
+ * request answers 503, and if the job was written after all, its codes were marked `sending` but
+ * never sent, which this process knows. Once the database answers again (while the job's lease
+ * would still be ours), those codes go back to `pending` and the job is settled as failed, so its
+ * holds are released and a retry with the same key sends them: they are not quarantined as if
+ * they might have reached the upstream. Runs in the background; never throws.
+ */
+export async function settleUnconfirmedStart(deps: RedeemDeps, jobId: string): Promise<void> {
+  const until = Date.now() + LEASE_MS - 5000;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      await deps.db.query(
+        `update job_codes set state = 'pending', started_at = null
+          where job_id = $1 and state = 'sending'
+            and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $2)`,
+        [jobId, INSTANCE_ID],
+      );
+      // Nothing when the job was never written (loadJob finds none) or is no longer running.
+      await settleStoppedJob(deps, jobId, 'failed');
+      return;
+    } catch (err) {
+      if (!isConnectionError(err) || Date.now() + delay > until) {
+        deps.logger.warn({ err, jobId }, 'could not settle an unconfirmed redeem start; recovery will');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
 }

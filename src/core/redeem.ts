@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { Activator } from '../activators/activator.ts';
 import type { Config } from '../config.ts';
-import type { Database, Queryable } from '../db/database.ts';
+import { type Database, isConnectionError, type Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import { type AccountRow, type AccountState, accountStateFrom, type Mode } from './accounts.ts';
@@ -28,6 +28,7 @@ import { codeHash, codeLast4, encryptCode } from './code-crypto.ts';
 import { newJobId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { type JobRow, loadJob, loadJobCodes } from './jobs.ts';
+import { settleUnconfirmedStart } from './recovery.ts';
 import type { RedeemRequest } from './redeem-request.ts';
 import { CODE_CONCURRENCY, type CodeToRun, type RunningJob } from './redeem-run.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from './stock.ts';
@@ -165,10 +166,12 @@ export async function startRedeem(
       category: null,
       uc: null,
     }));
-    const r = await deps.db.query<{ r: StartRow }>(
-      'select redeem_start($1::jsonb) as r',
-      [JSON.stringify({ ...params, job_id: jobId, codes: codes.map((c) => codeParam(deps, caller, c)) })],
-      'redeem_start',
+    const r = await unconfirmed(deps, jobId, () =>
+      deps.db.query<{ r: StartRow }>(
+        'select redeem_start($1::jsonb) as r',
+        [JSON.stringify({ ...params, job_id: jobId, codes: codes.map((c) => codeParam(deps, caller, c)) })],
+        'redeem_start',
+      ),
     );
     return startResult(caller, req, r.rows[0]!.r, now, codes);
   }
@@ -183,41 +186,61 @@ export async function startRedeem(
       return { kind: 'refused', error: rateLimitedError(burst), answer: { burst, account: null } };
   }
   try {
-    return await deps.db.transaction(async (tx) => {
-      const begun = (
-        await tx.query<{ r: StartRow }>(
-          'select redeem_begin($1::jsonb) as r',
-          [JSON.stringify({ ...params, key_id: null, check_key: false, burst: false })],
-          'redeem_begin',
-        )
-      ).rows[0]!.r;
-      if (begun.kind !== 'new') return startResult(caller, req, begun, now, [], burst);
-      const previous = begun.previous ? await loadJob(tx, begun.previous) : null;
-      // Step 11: the codes still to attempt, and stock for them.
-      const todo = await codesToAttempt(tx, deps, caller, req, jobId, previous);
-      if (!todo)
-        throw new ApiError('no_stock', 'not enough stock for this request; add codes or send codes yourself');
-      const created = (
-        await tx.query<{ r: StartRow }>(
-          'select redeem_create_job($1::jsonb) as r',
-          [
-            JSON.stringify({
-              ...params,
-              job_id: jobId,
-              previous: previous?.id ?? null,
-              codes: todo.map((c) => codeParam(deps, caller, c)),
-            }),
-          ],
-          'redeem_create_job',
-        )
-      ).rows[0]!.r;
-      const result = startResult(caller, req, created, now, todo, burst);
-      // A billing refusal: the reservation is rolled back with the rest.
-      if (result.kind === 'refused') throw result.error;
-      return result;
-    });
+    return await unconfirmed(deps, jobId, () =>
+      deps.db.transaction(async (tx) => {
+        const begun = (
+          await tx.query<{ r: StartRow }>(
+            'select redeem_begin($1::jsonb) as r',
+            [JSON.stringify({ ...params, key_id: null, check_key: false, burst: false })],
+            'redeem_begin',
+          )
+        ).rows[0]!.r;
+        if (begun.kind !== 'new') return startResult(caller, req, begun, now, [], burst);
+        const previous = begun.previous ? await loadJob(tx, begun.previous) : null;
+        // Step 11: the codes still to attempt, and stock for them.
+        const todo = await codesToAttempt(tx, deps, caller, req, jobId, previous);
+        if (!todo)
+          throw new ApiError(
+            'no_stock',
+            'not enough stock for this request; add codes or send codes yourself',
+          );
+        const created = (
+          await tx.query<{ r: StartRow }>(
+            'select redeem_create_job($1::jsonb) as r',
+            [
+              JSON.stringify({
+                ...params,
+                job_id: jobId,
+                previous: previous?.id ?? null,
+                codes: todo.map((c) => codeParam(deps, caller, c)),
+              }),
+            ],
+            'redeem_create_job',
+          )
+        ).rows[0]!.r;
+        const result = startResult(caller, req, created, now, todo, burst);
+        // A billing refusal: the reservation is rolled back with the rest.
+        if (result.kind === 'refused') throw result.error;
+        return result;
+      }),
+    );
   } catch (err) {
     if (err instanceof ApiError) return { kind: 'refused', error: err, answer: { burst, account: null } };
+    throw err;
+  }
+}
+
+/**
+ * Runs phase 1's commit; when the connection dies under it, whether it committed is unknown, and
+ * a job it wrote would hold codes marked `sending` that were never sent: settled in the
+ * background once the database answers (recovery.ts settleUnconfirmedStart). The request gets the
+ * connection error (503 unavailable).
+ */
+async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Promise<T>): Promise<T> {
+  try {
+    return await commit();
+  } catch (err) {
+    if (isConnectionError(err)) void settleUnconfirmedStart(deps, jobId);
     throw err;
   }
 }
