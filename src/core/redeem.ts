@@ -154,7 +154,9 @@ export async function startRedeem(
     owner: INSTANCE_ID,
     lease_until: new Date(now.getTime() + LEASE_MS).toISOString(),
     expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
-    // A sync job's first codes go out at once: marked in this commit.
+    // A sync job's first codes go out at once: marked in this commit. As many as its run starts
+    // at once (runCodes' first round of workers takes exactly these), so a marked code is always
+    // attempted, never left `sending` unsent.
     sending: req.async ? 0 : (deps.config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY),
   };
   const jobId = newJobId();
