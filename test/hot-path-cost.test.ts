@@ -97,6 +97,22 @@ describe('cost of the hot path', () => {
     expect(later).toEqual(cost(2));
   });
 
+  test('GET /v1/jobs/{id}: one statement (the job, its codes, the key re-checked, the account)', async () => {
+    const m = await createMerchant(t, { topup: { test: 1 } });
+    const res = await redeem(t, m.key, { ...oneCode(), async: true });
+    expect(res.statusCode).toBe(202);
+    const id = res.json().job_id as string;
+    const get = (path: string) => async () => {
+      const job = await t.api.inject({ method: 'GET', url: path, headers: bearer(m.key) });
+      expect([200, 404]).toContain(job.statusCode);
+      expect(job.headers['svc-quota-used']).toBe('1');
+    };
+    // Before: the key, the job, its codes, and the account for the quota headers (4).
+    const one = { statements: 1, roundTrips: 1, commits: 1, serverCommits: onPostgres ? 1 : null };
+    expect(await costOf(get(`/v1/jobs/${id}`))).toEqual(one);
+    expect(await costOf(get('/v1/jobs/job_unknownUnknownUnknown0'))).toEqual(one);
+  });
+
   test('a free plan (every request from the wallet at $0) writes no money rows', async () => {
     const m = await createMerchant(t, { plan: { daily_limit: null, per_request_usd: '0' } });
     const send = async () => {

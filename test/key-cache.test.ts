@@ -98,6 +98,48 @@ describe('a cached key', () => {
   });
 });
 
+describe('a cached key on GET /v1/jobs/{id}', () => {
+  const getJob = (key: string, id: string) =>
+    t.api.inject({ method: 'GET', url: `/v1/jobs/${id}`, headers: bearer(key) });
+
+  async function cachedJob() {
+    const m = await createMerchant(t, { topup: { test: 2 } });
+    const res = await redeem(t, m.key, {
+      player_id: '5123456789',
+      codes: [`${uniqueCode('OKAY')}-60`],
+      async: true,
+    });
+    const id = res.json().job_id as string;
+    expect((await getJob(m.key, id)).statusCode).toBe(200);
+    return { m, id };
+  }
+
+  test('revoked by hand in SQL: 401 revoked, no quota headers', async () => {
+    const { m, id } = await cachedJob();
+    await t.ctx.db.query('update api_keys set revoked_at = now() where id = $1', [m.keyId]);
+    const res = await getJob(m.key, id);
+    expectError(res, 401, 'revoked');
+    expect(res.headers['svc-quota-used']).toBeUndefined();
+  });
+
+  test('customer disabled by hand in SQL: 403 unknown_customer with the quota headers', async () => {
+    const { m, id } = await cachedJob();
+    await t.ctx.db.query('update customers set disabled_at = now() where id = $1', [m.customerId]);
+    const res = await getJob(m.key, id);
+    expectError(res, 403, 'unknown_customer');
+    expect(res.headers['svc-quota-used']).toBe('1');
+  });
+
+  test("another customer's job: 404 with the caller's quota headers", async () => {
+    const { id } = await cachedJob();
+    const other = await createMerchant(t, { topup: { test: 1 } });
+    expect((await getMe(other.key)).statusCode).toBe(200);
+    const res = await getJob(other.key, id);
+    expectError(res, 404, 'not_found');
+    expect(res.headers['svc-quota-used']).toBe('0');
+  });
+});
+
 describe('a cached key on POST /v1/redeem', () => {
   const oneCode = () => ({ player_id: '5123456789', codes: [`${uniqueCode('OKAY')}-60`] });
   const post = (key: string, payload: unknown, idem = `k-${Math.random()}`) =>

@@ -3,7 +3,7 @@
 // in them goes through codeResults (jobs.ts), where stock codes are masked (contract 12.1).
 import type { Queryable } from '../db/database.ts';
 import { isoUtc } from './clock.ts';
-import { buildResult, codeResults, type JobCodeRow, type JobRow, loadJob, loadJobCodes } from './jobs.ts';
+import { buildResult, codeResults, type JobCodeRow, type JobRow, loadJobWithCodes } from './jobs.ts';
 
 /** The redeem result of a completed job (contract section 3, plus job_id). */
 export function jobResultBody(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
@@ -48,8 +48,8 @@ export type JobEvent = 'redeem.completed' | 'redeem.failed';
 
 /** The `data` of a job's webhook event, built now from the job's rows; null for an unknown job. */
 export async function jobEventData(q: Queryable, codeKey: Buffer, jobId: string, event: JobEvent) {
-  const job = await loadJob(q, jobId);
-  if (!job) return null;
-  const rows = await loadJobCodes(q, jobId);
+  const loaded = await loadJobWithCodes(q, jobId);
+  if (!loaded) return null;
+  const { job, codes: rows } = loaded;
   return event === 'redeem.completed' ? jobResultBody(job, rows, codeKey) : jobErrorBody(job, rows, codeKey);
 }

@@ -4,7 +4,7 @@
 
 import type { ActivationStatus } from '../activators/activator.ts';
 import type { Queryable } from '../db/database.ts';
-import type { Mode } from './accounts.ts';
+import type { AccountRow, Mode } from './accounts.ts';
 import { decryptCode, maskCode, storedCodeLength } from './code-crypto.ts';
 
 export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
@@ -53,10 +53,13 @@ export interface JobCodeRow {
   settlement: 'used' | 'unused' | null;
 }
 
-const JOB_COLUMNS = `id, customer_id as "customerId", mode, idempotency_key as "idempotencyKey", is_async as "isAsync",
-  status, source, player_id as "playerId", reference, total, lease_owner as "leaseOwner",
-  lease_expires_at as "leaseExpiresAt", created_at as "createdAt", started_at as "startedAt",
-  finished_at as "finishedAt", error, request_id as "requestId"`;
+/** The columns of JobRow, from jobs under the alias `a`. */
+const jobColumns = (a: string) => `${a}.id, ${a}.customer_id as "customerId", ${a}.mode,
+  ${a}.idempotency_key as "idempotencyKey", ${a}.is_async as "isAsync", ${a}.status, ${a}.source,
+  ${a}.player_id as "playerId", ${a}.reference, ${a}.total, ${a}.lease_owner as "leaseOwner",
+  ${a}.lease_expires_at as "leaseExpiresAt", ${a}.created_at as "createdAt", ${a}.started_at as "startedAt",
+  ${a}.finished_at as "finishedAt", ${a}.error, ${a}.request_id as "requestId"`;
+const JOB_COLUMNS = jobColumns('jobs');
 
 const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted",
   code_length as "codeLength", last4,
@@ -85,6 +88,34 @@ export async function loadJobWithCodes(
   if (!row) return null;
   const { codes, ...job } = row;
   return { job, codes };
+}
+
+/**
+ * GET /v1/jobs/{id} in one statement: the key's revocation and its customer's account (which
+ * also gives the quota headers), and the async job of that id if it is the key's customer's and
+ * mode's (jobId null: no job can have the id asked for), with its codes. Null for no such key.
+ */
+export async function loadKeyJob(
+  q: Queryable,
+  key: { id: string },
+  jobId: string | null,
+  day: string,
+): Promise<{ revokedAt: Date | null; account: AccountRow; job: JobRow | null; codes: JobCodeRow[] } | null> {
+  const r = await q.query<
+    JobRow & { revokedAt: Date | null; account: AccountRow; codes: JobCodeRow[] | null; found: boolean }
+  >(
+    `select k.revoked_at as "revokedAt", account_state(k.customer_id, k.mode, $2::date) as account,
+            j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes
+       from api_keys k
+       left join jobs j on j.id = $3 and j.customer_id = k.customer_id and j.mode = k.mode and j.is_async
+      where k.id = $1`,
+    [key.id, day, jobId],
+    'key_job',
+  );
+  const row = r.rows[0];
+  if (!row) return null;
+  const { revokedAt, account, codes, found, ...job } = row;
+  return { revokedAt, account, job: found ? job : null, codes: codes ?? [] };
 }
 
 export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {

@@ -1,24 +1,47 @@
 // GET /v1/jobs/{id} (contract section 4): any state of an async job of the caller's customer and
-// mode; every other id is 404 (no existence leak). Not billed.
+// mode; every other id is 404 (no existence leak). Not billed. One statement answers it: the job
+// with its codes, the key's revocation and the customer's account (so a key cached by the auth
+// hook is checked again here, and the quota headers come from the same row).
 import type { FastifyInstance } from 'fastify';
+import { accountStateFrom, today } from '../core/accounts.ts';
 import { jobView } from '../core/job-view.ts';
-import { loadJob, loadJobCodes } from '../core/jobs.ts';
+import { loadKeyJob } from '../core/jobs.ts';
+import { authorize, checkKeyState, type ScopeRule } from '../http/auth.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
+import { setAccountHeaders } from '../http/public-app.ts';
+
+const SCOPES: ScopeRule = ['read', 'redeem'];
 
 export function registerJobRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get<{ Params: { id: string } }>(
     '/v1/jobs/:id',
-    { config: { auth: ['read', 'redeem'] } },
+    { config: { auth: SCOPES, keyCheckedInStatement: true } },
     async (request, reply) => {
-      const key = request.auth!;
+      const facts = request.auth ?? request.cachedKey!;
       const id = request.params.id;
-      const job = /^job_[A-Za-z0-9]{20,64}$/.test(id) ? await loadJob(ctx.db, id) : null;
-      if (!job?.isAsync || job.customerId !== key.customerId || job.mode !== key.mode) {
-        throw new ApiError('not_found', 'unknown job');
-      }
+      const found = await loadKeyJob(
+        ctx.db,
+        facts,
+        /^job_[A-Za-z0-9]{20,64}$/.test(id) ? id : null,
+        today(ctx.clock),
+      );
+      // Keys are never deleted; a row gone all the same is no key.
+      if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
+      const state = accountStateFrom(facts.customerId, found.account);
+      const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: state.disabled };
+      // Checked by the statement: nothing left for KeyChecks.settle.
+      request.cachedKey = null;
+      // The contract's order (section 1): revoked and expired (401) before anything else.
+      checkKeyState(key, ctx.clock);
+      // Identified: from here on every answer, a 403 and a 404 too, carries the quota headers.
+      request.auth = key;
+      setAccountHeaders(reply, state);
+      authorize(key, request.ip, SCOPES);
+      const job = found.job;
+      if (!job) throw new ApiError('not_found', 'unknown job');
       if (job.status === 'queued' || job.status === 'running') reply.header('Retry-After', '1');
-      return jobView(job, await loadJobCodes(ctx.db, job.id), ctx.codeKey, request.id);
+      return jobView(job, found.codes, ctx.codeKey, request.id);
     },
   );
 }
