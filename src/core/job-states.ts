@@ -17,7 +17,7 @@ import type { Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
 import { newEventId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
-import type { Caller, RedeemDeps } from './redeem.ts';
+import type { Caller, RedeemDeps } from './redeem-deps.ts';
 
 /** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */
 export interface Lease {

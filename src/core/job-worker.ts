@@ -6,7 +6,7 @@ import { startBackgroundLoop } from './background-loop.ts';
 import { LEASE_MS } from './instance.ts';
 import { claimJob, finishAsyncJob, ownUnrunJobs } from './job-states.ts';
 import { settleStoppedJob } from './recovery.ts';
-import type { RedeemDeps } from './redeem.ts';
+import type { RedeemDeps } from './redeem-deps.ts';
 import { type ExecuteOptions, executeJob } from './redeem-run.ts';
 
 export interface JobWorkerOptions {

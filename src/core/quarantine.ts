@@ -8,7 +8,7 @@ import type { Mode } from './accounts.ts';
 import { lockAccount } from './billing.ts';
 import { isoUtc } from './clock.ts';
 import { decryptCode } from './code-crypto.ts';
-import type { RedeemDeps } from './redeem.ts';
+import type { RedeemDeps } from './redeem-deps.ts';
 import { setStockState } from './stock.ts';
 
 /** A first check waits this long after the attempt: a slow upstream may still be working on it. */

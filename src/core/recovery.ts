@@ -12,7 +12,7 @@ import { releaseKey } from './idempotency-keys.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { stopJob, takeOverOrphanedJobs } from './job-states.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
-import type { RedeemDeps } from './redeem.ts';
+import type { RedeemDeps } from './redeem-deps.ts';
 import { recordOutcome } from './redeem-run.ts';
 import { setStockState } from './stock.ts';
 import { enqueueJobEvent } from './webhook-events.ts';

@@ -8,7 +8,8 @@ import type { BurstSlot } from './burst-limit.ts';
 import { finishSyncJob } from './job-states.ts';
 import { buildResult, type JobCodeRow, type JobRow, loadJob, loadJobCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
-import { type Caller, type RedeemDeps, type StartAnswer, startRedeem } from './redeem.ts';
+import { type StartAnswer, startRedeem } from './redeem.ts';
+import type { Caller, RedeemDeps } from './redeem-deps.ts';
 import type { RedeemRequest } from './redeem-request.ts';
 import { runSyncJob } from './redeem-run.ts';
 

@@ -22,10 +22,7 @@ import {
   STOCK_STATE_OF,
 } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
-import type { RedeemDeps } from './redeem.ts';
-
-/** Codes of one job sent to the upstream at once, unless CODE_CONCURRENCY says otherwise. */
-export const CODE_CONCURRENCY = 5;
+import { CODE_CONCURRENCY, type RedeemDeps } from './redeem-deps.ts';
 
 export interface ExecuteOptions {
   /** Codes sent at once (CODE_CONCURRENCY, default 5). */

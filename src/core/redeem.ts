@@ -7,13 +7,9 @@
 // A sync redeem of one code is thus two commits, each one statement calling one SQL function
 // (migration 0011). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
 
-import type { Logger } from 'pino';
-import type { Activator } from '../activators/activator.ts';
-import type { Config } from '../config.ts';
-import { type Database, isConnectionError, type Queryable } from '../db/database.ts';
+import { isConnectionError, type Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
-import type { Metrics } from '../metrics/registry.ts';
-import { type AccountRow, type AccountState, accountStateFrom, type Mode } from './accounts.ts';
+import { type AccountRow, type AccountState, accountStateFrom } from './accounts.ts';
 import { type BillingRefusal, billingRefusalError } from './billing.ts';
 import {
   BURST_LIMIT,
@@ -23,34 +19,18 @@ import {
   rateLimitedError,
   takeBurstSlot,
 } from './burst-limit.ts';
-import { type Clock, utcDay } from './clock.ts';
+import { utcDay } from './clock.ts';
 import { codeHash, codeLast4, encryptCode } from './code-crypto.ts';
 import { newJobId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { type JobRow, loadJob, loadJobCodes } from './jobs.ts';
 import { settleUnconfirmedStart } from './recovery.ts';
+import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from './redeem-deps.ts';
 import type { RedeemRequest } from './redeem-request.ts';
-import { CODE_CONCURRENCY, type CodeToRun, type RunningJob } from './redeem-run.ts';
+import type { CodeToRun, RunningJob } from './redeem-run.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from './stock.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-
-export interface RedeemDeps {
-  db: Database;
-  clock: Clock;
-  codeKey: Buffer;
-  logger: Logger;
-  activatorFor(mode: Mode): Activator;
-  /** Counts outcomes, billing and queue waits once recorded (absent: nothing is counted). */
-  metrics?: Metrics;
-  /** Worker sizes and the database deadline (absent: their defaults; the app passes its config). */
-  config?: Pick<Config, 'CODE_CONCURRENCY' | 'DATABASE_TIMEOUT_MS'>;
-}
-
-export interface Caller {
-  customerId: number;
-  mode: Mode;
-}
 
 /** What phase 1 checks besides the request (absent: nothing; tests start jobs directly). */
 export interface StartChecks {

@@ -1,9 +1,8 @@
 // The public API: built by a function that never listens (tests use inject and real listeners).
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { accountView, loadAccountState, remainingToday, spendableMicros, today } from '../core/accounts.ts';
+import { loadAccountState, today } from '../core/accounts.ts';
 import { newRequestId } from '../core/ids.ts';
 import type { KeyRecord } from '../core/keys.ts';
-import { formatUsd } from '../core/money.ts';
 import { isConnectionError } from '../db/database.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import { registerDocsRoutes } from '../routes/docs.ts';
@@ -16,6 +15,7 @@ import { registerStockRoutes } from '../routes/stock.ts';
 import { registerWebhookRoutes } from '../routes/webhook.ts';
 import type { AppContext } from './context.ts';
 import { isDatabaseAwayAnswer } from './errors.ts';
+import { API_VERSION, EVERY_RESPONSE_HEADERS, setAccountHeaders } from './headers.ts';
 import { installKeyChecks, type KeyChecks } from './key-checks.ts';
 import {
   BODY_LIMIT,
@@ -25,12 +25,7 @@ import {
   serverTimeouts,
 } from './plumbing.ts';
 
-export const API_VERSION = '1.0.0';
-const EVERY_RESPONSE_HEADERS = {
-  'SVC-Version': API_VERSION,
-  'SVC-Cost': '0',
-  'SVC-Idempotent-Replay': 'false',
-};
+export { API_VERSION };
 
 export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -137,15 +132,3 @@ function decodable(text: string): boolean {
     return false;
   }
 }
-
-export function setAccountHeaders(
-  reply: { header(name: string, value: string): unknown },
-  state: Parameters<typeof remainingToday>[0] & Parameters<typeof spendableMicros>[0],
-) {
-  const used = state.plan ? state.usedToday : 0;
-  reply.header('SVC-Quota-Used', String(used));
-  reply.header('SVC-Quota-Remaining', String(remainingToday(state)));
-  reply.header('SVC-Balance-Usd', formatUsd(spendableMicros(state)));
-}
-
-export { accountView };

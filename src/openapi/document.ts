@@ -2,8 +2,8 @@
 // schemas in schemas.ts and the constants the code uses. GET /v1/openapi.json serves it, GET
 // /docs renders it, and the test suite checks every public response against it.
 import { DEFAULT_TOLERANCE_SEC, SIGNATURE_HEADER } from '../core/webhooks/signing.ts';
+import { API_VERSION } from '../http/headers.ts';
 import { BODY_LIMIT } from '../http/plumbing.ts';
-import { API_VERSION } from '../http/public-app.ts';
 import { DOCS_CSS_PATH } from './render-html.ts';
 import { componentSchemas, DOCUMENTED_ERROR_STATUS, errorBody, type JsonSchema } from './schemas.ts';
 
@@ -494,8 +494,7 @@ export type OpenApiDocument = ReturnType<typeof buildDocument>;
 
 let built: { doc: OpenApiDocument; json: string } | undefined;
 
-// Built on first use, not at import: API_VERSION comes from the public app, which imports the
-// route that imports this module.
+// Built on first use, not at import: a document nobody asks for costs nothing.
 function document() {
   if (!built) {
     const doc = buildDocument();

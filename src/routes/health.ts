@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { isoUtc } from '../core/clock.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
-import { API_VERSION } from '../http/public-app.ts';
+import { API_VERSION } from '../http/headers.ts';
 
 const DB_CHECK_TIMEOUT_MS = 2000;
 

@@ -9,7 +9,7 @@ import { loadKeyJob } from '../core/jobs.ts';
 import { authorize, checkKeyState, type ScopeRule } from '../http/auth.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
-import { setAccountHeaders } from '../http/public-app.ts';
+import { setAccountHeaders } from '../http/headers.ts';
 
 const SCOPES: ScopeRule = ['read', 'redeem'];
 

@@ -6,7 +6,7 @@ import { accountView, loadKeyAccountState, today } from '../core/accounts.ts';
 import { authorize, checkKeyState } from '../http/auth.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
-import { setAccountHeaders } from '../http/public-app.ts';
+import { setAccountHeaders } from '../http/headers.ts';
 
 export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get('/v1/me', { config: { auth: 'any', keyCheckedInStatement: true } }, async (request, reply) => {

@@ -7,8 +7,8 @@ import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../
 import { setRateLimitHeaders } from '../http/burst-limit.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
+import { setAccountHeaders } from '../http/headers.ts';
 import type { KeyChecks } from '../http/key-checks.ts';
-import { setAccountHeaders } from '../http/public-app.ts';
 
 export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyChecks: KeyChecks) {
   app.post(
