@@ -147,6 +147,7 @@ async function claimDueEvents(deps: Deps, limit: number, leaseMs: number): Promi
       returning e.id, e.customer_id as "customerId", e.mode, e.job_id as "jobId", e.event,
                 e.created_at as "createdAt", e.attempts`,
     [now, new Date(now.getTime() + leaseMs), limit],
+    'webhook_claim_due',
   );
   return r.rows;
 }
@@ -313,22 +314,33 @@ async function recordAttempt(
   const next = new Date(
     now.getTime() + retryDelaySeconds(deps.config.WEBHOOK_RETRY_DELAYS, evt.attempts) * 1000,
   );
-  await deps.db.transaction(async (tx) => {
-    await tx.query(
-      `insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms)
-       values ($1, $2, $3, $4, $5, $6, $7)`,
-      [evt.id, evt.attempts, outcome.url, startedAt, outcome.status, outcome.error, durationMs],
-    );
-    // Guarded by the attempt number: a process whose lease ran out cannot overwrite a later attempt.
-    await tx.query(
-      `update webhook_events
-          set state = $3, locked_until = null, last_status = $4, last_error = $5,
-              next_attempt_at = case when $3 = 'pending' then $6::timestamptz else next_attempt_at end,
-              finished_at = case when $3 = 'pending' then null else $7::timestamptz end
-        where id = $1 and attempts = $2 and state = 'pending'`,
-      [evt.id, evt.attempts, state, outcome.status, outcome.error, next, now],
-    );
-  });
+  // One statement, so one round trip and one commit: the attempt row and the event's new state.
+  // The update is guarded by the attempt number: a process whose lease ran out cannot overwrite
+  // a later attempt (its own attempt is still recorded: it was made).
+  await deps.db.query(
+    `with attempt as (
+       insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms)
+       values ($1, $2, $8, $9, $4, $5, $10)
+     )
+     update webhook_events
+        set state = $3, locked_until = null, last_status = $4, last_error = $5,
+            next_attempt_at = case when $3 = 'pending' then $6::timestamptz else next_attempt_at end,
+            finished_at = case when $3 = 'pending' then null else $7::timestamptz end
+      where id = $1 and attempts = $2 and state = 'pending'`,
+    [
+      evt.id,
+      evt.attempts,
+      state,
+      outcome.status,
+      outcome.error,
+      next,
+      now,
+      outcome.url,
+      startedAt,
+      durationMs,
+    ],
+    'webhook_record_attempt',
+  );
   const lagMs = delivered ? now.getTime() - evt.createdAt.getTime() : null;
   deps.metrics?.webhookAttempt(evt.mode, state === 'pending' ? 'failed' : state, lagMs);
   const fields = { status: outcome.status, error: outcome.error, host: hostOf(outcome.url), durationMs };
