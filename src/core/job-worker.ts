@@ -10,11 +10,7 @@ import type { RedeemDeps } from './redeem-deps.ts';
 import { type ExecuteOptions, executeJob } from './redeem-run.ts';
 
 export interface JobWorkerOptions {
-  /**
-   * Jobs whose codes are being sent at once by this process (JOB_CONCURRENCY, default 4). A job
-   * gives its slot back as soon as its codes are done: its finishing write overlaps the next
-   * job's claim, so the upstream sees at most this many jobs' codes and no slot waits on a commit.
-   */
+  /** Jobs run at once by this process (JOB_CONCURRENCY, default 4). */
   concurrency?: number;
   /** Codes of one job sent at once (CODE_CONCURRENCY, default 5). */
   codeConcurrency?: number;
@@ -40,23 +36,12 @@ export interface JobWorker {
  * Runs one claimed job to its end: completed, or failed with every hold released. A job whose
  * database went away for longer than its lease is left running: recovery settles it as after a
  * crash once the lease has run out (nothing it recorded is lost, nothing is billed twice).
- * `onCodesDone` is called once no code of the job is with the activator any more (before the
- * job's finishing write), whether the run succeeded or not.
  */
-export async function runJob(
-  deps: RedeemDeps,
-  jobId: string,
-  opts: ExecuteOptions = {},
-  onCodesDone?: () => void,
-): Promise<void> {
+export async function runJob(deps: RedeemDeps, jobId: string, opts: ExecuteOptions = {}): Promise<void> {
   try {
     // A run that lost the database stops starting codes; once it is back the rest are sent
     // (only codes still pending: the run is safe to repeat), while the lease is surely ours.
-    try {
-      await retryOnConnectionError(() => executeJob(deps, jobId, opts), LEASE_MS / 3);
-    } finally {
-      onCodesDone?.();
-    }
+    await retryOnConnectionError(() => executeJob(deps, jobId, opts), LEASE_MS / 3);
     await retryOnConnectionError(() => finishAsyncJob(deps, jobId), LEASE_MS / 3);
   } catch (err) {
     if (isConnectionError(err)) {
@@ -88,25 +73,17 @@ export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): J
   const config = (deps as RedeemDeps & { config?: { JOB_CONCURRENCY?: number; CODE_CONCURRENCY?: number } })
     .config;
   const concurrency = opts.concurrency ?? config?.JOB_CONCURRENCY ?? 4;
-  // Every job of this process until it is settled (stop waits for them) ...
   const running = new Map<string, Promise<void>>();
-  // ... and those of them whose codes are still being sent: these take the slots.
-  const sending = new Set<string>();
   const execute: ExecuteOptions = opts.codeConcurrency ? { codeConcurrency: opts.codeConcurrency } : {};
   let claimLost = false;
 
-  const freeSlot = (jobId: string) => {
-    // The next job is claimed while this one's finishing write is on its way.
-    if (sending.delete(jobId)) loop.wake();
-  };
   const start = (jobId: string) => {
-    sending.add(jobId);
-    const run = runJob(deps, jobId, execute, () => freeSlot(jobId))
+    const run = runJob(deps, jobId, execute)
       .then(() => opts.onJobEnded?.())
       .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
       .finally(() => {
         running.delete(jobId);
-        freeSlot(jobId);
+        loop.wake();
       });
     running.set(jobId, run);
   };
@@ -120,7 +97,7 @@ export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): J
         for (const jobId of await ownUnrunJobs(deps, new Set(running.keys()))) start(jobId);
         claimLost = false;
       }
-      while (!signal.aborted && sending.size < concurrency) {
+      while (!signal.aborted && running.size < concurrency) {
         let jobId: string | null;
         try {
           jobId = await claimJob(deps);
