@@ -6,7 +6,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { LISTENER_APPLICATION_NAME } from '../src/db/listener.ts';
 import { onPostgres } from './helpers/db.ts';
-import { createProcessMerchant, type ServerProcess, serverProcesses } from './helpers/process.ts';
+import {
+  createProcessMerchant,
+  type ServerProcess,
+  serverProcesses,
+  submitAsyncRedeem,
+  waitUntil,
+} from './helpers/process.ts';
 
 const processes = serverProcesses();
 let sql: pg.Client;
@@ -28,16 +34,6 @@ async function listenerPids(): Promise<number[]> {
   return r.rows.map((row) => row.pid);
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 interface JobTimes {
   status: string;
   started: Date | null;
@@ -52,32 +48,22 @@ async function jobTimes(id: string): Promise<JobTimes> {
   return r.rows[0]!;
 }
 
-async function submit(server: ServerProcess, key: string, code: string): Promise<string> {
-  const res = await fetch(`${server.url}/v1/redeem`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'idempotency-key': code, 'content-type': 'application/json' },
-    body: JSON.stringify({ player_id: '5123456789', codes: [code], async: true }),
-  });
-  expect(res.status).toBe(202);
-  return ((await res.json()) as { job_id: string }).job_id;
-}
-
 /**
  * A slow job through process a, then a quick one through a too. a's single worker slot is taken
  * by whichever job it runs; the quick job must start before the slow one ends, which only the
  * other process's worker can do, and only if something wakes it before its one-minute poll.
  */
 async function quickJobStartsBeforeSlowOneEnds(a: ServerProcess, key: string, tag: string) {
-  const slow = await submit(a, key, `SLOW-${tag}-1`);
-  await until('the slow job to start', async () => ((await jobTimes(slow)).started ? true : undefined));
-  const quick = await submit(a, key, `QUICK-${tag}-2`);
-  const done = await until('the quick job to finish', async () => {
+  const slow = await submitAsyncRedeem(a, key, `SLOW-${tag}-1`);
+  await waitUntil('the slow job to start', async () => ((await jobTimes(slow)).started ? true : undefined));
+  const quick = await submitAsyncRedeem(a, key, `QUICK-${tag}-2`);
+  const done = await waitUntil('the quick job to finish', async () => {
     const j = await jobTimes(quick);
     return j.status === 'completed' ? j : undefined;
   });
   const slowNow = await jobTimes(slow);
   expect(slowNow.finished === null || done.started!.getTime() < slowNow.finished.getTime()).toBe(true);
-  await until('the slow job to finish', async () =>
+  await waitUntil('the slow job to finish', async () =>
     (await jobTimes(slow)).status === 'completed' ? true : undefined,
   );
 }
@@ -90,7 +76,7 @@ test.skipIf(!onPostgres)(
     const a = await processes.start(processes.dataDir(), env);
     await processes.start(processes.dataDir(), env);
     const m = await createProcessMerchant(a);
-    const before = await until('both processes to listen', async () => {
+    const before = await waitUntil('both processes to listen', async () => {
       const pids = await listenerPids();
       return pids.length === 2 ? pids : undefined;
     });
@@ -98,7 +84,7 @@ test.skipIf(!onPostgres)(
 
     // Both listening backends terminated: each process reconnects by itself.
     for (const pid of before) await sql.query('select pg_terminate_backend($1)', [pid]);
-    await until('both listeners to come back', async () => {
+    await waitUntil('both listeners to come back', async () => {
       const pids = await listenerPids();
       return pids.length === 2 && pids.every((p) => !before.includes(p)) ? pids : undefined;
     });

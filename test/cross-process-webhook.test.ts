@@ -22,7 +22,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { onPostgres } from './helpers/db.ts';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.ts';
 import { createTestCa, TEST_HOST_NAME, type TestCa } from './helpers/https-receiver.ts';
-import { createProcessMerchant, type ServerProcess, serverProcesses } from './helpers/process.ts';
+import { createProcessMerchant, serverProcesses, submitAsyncRedeem, waitUntil } from './helpers/process.ts';
 
 const processes = serverProcesses();
 const ADDRESS = { a: '127.0.0.2', b: '127.0.0.3' } as const;
@@ -101,26 +101,6 @@ afterAll(async () => {
   await sql?.end();
 });
 
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-async function submit(server: ServerProcess, key: string, code: string): Promise<string> {
-  const res = await fetch(`${server.url}/v1/redeem`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'idempotency-key': code, 'content-type': 'application/json' },
-    body: JSON.stringify({ player_id: '5123456789', codes: [code], async: true }),
-  });
-  expect(res.status).toBe(202);
-  return ((await res.json()) as { job_id: string }).job_id;
-}
-
 async function jobStatus(id: string): Promise<{ status: string; started: boolean }> {
   const r = await sql.query<{ status: string; started: boolean }>(
     'select status, started_at is not null as started from jobs where id = $1',
@@ -162,18 +142,18 @@ test.skipIf(!onPostgres)(
     });
     expect(hook.status).toBe(200);
     holdNext = true;
-    const job0 = await submit(b, m.key, `WAKE${tag}A`);
-    const event0 = await until('event 0 at the receiver', () => deliveryOf(job0));
+    const job0 = await submitAsyncRedeem(b, m.key, `WAKE${tag}A`);
+    const event0 = await waitUntil('event 0 at the receiver', () => deliveryOf(job0));
     expect(event0.from).toBe('b');
-    const slow = await submit(b, m.key, `SLOW${tag}B`);
-    await until('the slow job to start in b', async () =>
+    const slow = await submitAsyncRedeem(b, m.key, `SLOW${tag}B`);
+    await waitUntil('the slow job to start in b', async () =>
       (await jobStatus(slow)).started ? true : undefined,
     );
 
     // 2. a: job 1 runs there and a's webhook worker is held by event 1.
     const a = await processes.start(processes.dataDir(), env(dnsServers[0]!));
-    const job1 = await submit(a, m.key, `WAKE${tag}C`);
-    const event1 = await until('event 1 at the receiver', () => deliveryOf(job1));
+    const job1 = await submitAsyncRedeem(a, m.key, `WAKE${tag}C`);
+    const event1 = await waitUntil('event 1 at the receiver', () => deliveryOf(job1));
     expect(event1.from).toBe('a');
     // Both sends still open: the other process could not have sent event 1.
     expect(await eventState(job0)).toBe('pending');
@@ -181,25 +161,25 @@ test.skipIf(!onPostgres)(
     // 3. b's webhook worker is let go; it records event 0 and goes back to sleep.
     holdNext = false;
     event0.release();
-    await until('event 0 delivered', async () =>
+    await waitUntil('event 0 delivered', async () =>
       (await eventState(job0)) === 'delivered' ? true : undefined,
     );
 
     // 4. Job 2 through a runs in a (b's slot is still taken); a's webhook worker is still held.
-    const job2 = await submit(a, m.key, `WAKE${tag}D`);
+    const job2 = await submitAsyncRedeem(a, m.key, `WAKE${tag}D`);
     // Within 30 s (until's limit): b's next poll was a minute after its pass for event 0 ended.
-    const event2 = await until('event 2 at the receiver', () => deliveryOf(job2));
+    const event2 = await waitUntil('event 2 at the receiver', () => deliveryOf(job2));
     expect(event2.from).toBe('b');
     // a's send of event 1 is still open, and b's slow job still running: nothing else woke b.
     expect(await eventState(job1)).toBe('pending');
     expect((await jobStatus(slow)).status).toBe('running');
     expect(await jobStatus(job2)).toEqual({ status: 'completed', started: true });
-    await until('event 2 delivered', async () =>
+    await waitUntil('event 2 delivered', async () =>
       (await eventState(job2)) === 'delivered' ? true : undefined,
     );
 
     event1.release();
-    await until('event 1 delivered', async () =>
+    await waitUntil('event 1 delivered', async () =>
       (await eventState(job1)) === 'delivered' ? true : undefined,
     );
     expect(deliveries.map((d) => [d.jobId, d.from])).toEqual([

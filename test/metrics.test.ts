@@ -452,22 +452,23 @@ describe('GET /metrics on a server process', () => {
   });
 });
 
+/** GET /metrics of an in-process app. */
+async function scrapeApp(app: TestApp) {
+  const res = await app.admin.inject({
+    method: 'GET',
+    url: '/metrics',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  expect(res.statusCode).toBe(200);
+  return parsePrometheusText(res.body);
+}
+
 describe('in process', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp({ jobWorker: false });
   });
   afterAll(() => t?.close());
-
-  const scrapeApp = async (app: TestApp) => {
-    const res = await app.admin.inject({
-      method: 'GET',
-      url: '/metrics',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    });
-    expect(res.statusCode).toBe(200);
-    return parsePrometheusText(res.body);
-  };
 
   test('a 401 for a missing, wrong or malformed token, like every admin route', async () => {
     for (const authorization of [undefined, 'Bearer nope', `bearer ${ADMIN_TOKEN}`, ADMIN_TOKEN]) {
@@ -611,15 +612,7 @@ describe("the database seam's counts", () => {
     app = await createTestApp({ jobWorker: false });
   });
   afterAll(() => app.close());
-  const scrapeOf = async () => {
-    const res = await app.admin.inject({
-      method: 'GET',
-      url: '/metrics',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    });
-    expect(res.statusCode).toBe(200);
-    return parsePrometheusText(res.body);
-  };
+  const scrapeOf = () => scrapeApp(app);
 
   test("are the process's own (Database.counters), read at scrape time", async () => {
     const m = await createMerchant(app, { topup: { test: 1 } });

@@ -5,7 +5,7 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, inject } from 'vitest';
+import { afterAll, expect, inject } from 'vitest';
 import { recordResponse } from './openapi-check.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -206,4 +206,30 @@ export async function createProcessMerchant(
     mode: 'test',
   });
   return { customerId, key };
+}
+
+/** An async redeem of one code through a server process (the code is its Idempotency-Key too); its job id. */
+export async function submitAsyncRedeem(server: Pick<ServerProcess, 'url'>, key: string, code: string) {
+  const res = await fetch(`${server.url}/v1/redeem`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'idempotency-key': code, 'content-type': 'application/json' },
+    body: JSON.stringify({ player_id: '5123456789', codes: [code], async: true }),
+  });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { job_id: string }).job_id;
+}
+
+/** Polls `fn` every 25 ms until it returns something (not undefined), for up to `timeoutMs`. */
+export async function waitUntil<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

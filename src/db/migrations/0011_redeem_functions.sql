@@ -350,6 +350,7 @@ declare
   v_async boolean := (p->>'is_async')::boolean;
   v_previous text := p->>'previous';
   v_todo integer;
+  v_todo_codes jsonb[];
   v_reused integer := 0;
   v_hold jsonb;
   v_sending integer[] := '{}';
@@ -357,9 +358,13 @@ declare
   v_sending_max integer := coalesce((p->>'sending')::integer, 0);
   c jsonb;
 begin
-  select count(*) into v_todo from jsonb_array_elements(p->'codes') e
+  -- The codes still to attempt, in position order: those whose outcome an earlier job of the
+  -- same key has not recorded.
+  select coalesce(array_agg(e order by (e->>'position')::integer), '{}') into v_todo_codes
+    from jsonb_array_elements(p->'codes') e
    where v_previous is null or not exists (
      select 1 from job_codes d where d.job_id = v_previous and d.position = (e->>'position')::integer and d.state = 'done');
+  v_todo := cardinality(v_todo_codes);
   if v_todo > 0 then
     v_hold := billing_hold(v_customer, v_mode, v_now, (p->>'day')::date, v_todo);
     if v_hold ? 'refusal' then
@@ -387,11 +392,7 @@ begin
            'done', status, error_code, disposition, billed, true, v_now
       from job_codes where job_id = v_previous and state = 'done';
   end if;
-  for c in
-    select e from jsonb_array_elements(p->'codes') e
-     where v_previous is null or not exists (
-       select 1 from job_codes d where d.job_id = v_previous and d.position = (e->>'position')::integer and d.state = 'done')
-     order by (e->>'position')::integer
+  foreach c in array v_todo_codes
   loop
     v_todo_positions := v_todo_positions || (c->>'position')::integer;
     if coalesce(array_length(v_sending, 1), 0) < v_sending_max then

@@ -4,22 +4,16 @@
 -- identical notifications of one transaction are sent once. The payload is the writing
 -- connection's application_name, so a process can ignore its own writes (it wakes its workers
 -- itself). The sync hot path notifies nothing.
-create function notify_job_queued() returns trigger
+-- The channel is the trigger's argument.
+create function notify_wake() returns trigger
 language plpgsql as $$
 begin
-  perform pg_notify('redeem_job_queued', current_setting('application_name'));
+  perform pg_notify(tg_argv[0], current_setting('application_name'));
   return null;
 end $$;
 
 create trigger jobs_notify_queued after insert on jobs
-for each row when (new.status = 'queued') execute function notify_job_queued();
-
-create function notify_webhook_event() returns trigger
-language plpgsql as $$
-begin
-  perform pg_notify('redeem_webhook_event', current_setting('application_name'));
-  return null;
-end $$;
+for each row when (new.status = 'queued') execute function notify_wake('redeem_job_queued');
 
 create trigger webhook_events_notify after insert on webhook_events
-for each statement execute function notify_webhook_event();
+for each statement execute function notify_wake('redeem_webhook_event');
