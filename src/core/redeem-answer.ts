@@ -4,9 +4,8 @@
 // answer carries RateLimit-* and the quota headers (contract sections 6 and 8).
 import { ApiError, knownError } from '../http/errors.ts';
 import type { AccountState } from './accounts.ts';
-import type { BurstSlot } from './burst-limit.ts';
 import { finishSyncJob } from './job-states.ts';
-import { buildResult, type JobCodeRow, type JobRow, loadJob, loadJobCodes } from './jobs.ts';
+import { buildResult, type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
 import { type StartAnswer, startRedeem } from './redeem.ts';
 import type { Caller, RedeemDeps } from './redeem-deps.ts';
@@ -57,8 +56,8 @@ export async function answerRedeem(
         replay: true,
         ...headers,
       };
-    const job = (await loadJob(deps.db, started.jobId))!;
-    const body = resultBody(job, await loadJobCodes(deps.db, job.id), deps, started.requestId);
+    const { job, codes } = (await loadJobWithCodes(deps.db, started.jobId))!;
+    const body = resultBody(job, codes, deps, started.requestId);
     return {
       kind: 'result',
       status: started.status,
@@ -119,5 +118,3 @@ function resultBody(
   const { ok, ...rest } = buildResult(job, rows, deps.codeKey);
   return { ok, request_id: requestId, ...rest };
 }
-
-export type { BurstSlot };
