@@ -1,33 +1,139 @@
-// PostgreSQL's own commit rate on this machine: pgbench TPC-B (its default script) with the
-// bench's client count, on a throwaway database made and dropped here (scale = clients, so the
-// clients do not all queue on the same branch rows).
+// PostgreSQL's own limits on this machine, measured with pgbench on throwaway databases made and
+// dropped here:
+// - pgbenchTps: TPC-B (pgbench's default script) with the bench's client count (scale = clients,
+//   so the clients do not all queue on the same branch rows);
+// - sqlRedeemTps: a sync one-code redeem's SQL alone, no Node and no HTTP: the two statements the
+//   gateway sends (redeem_start, then redeem_record_outcome, each its own commit) on the real
+//   schema and functions, with fixtures like the gateway bench's (200 customers on a free uncapped
+//   plan, a cached key re-checked and its burst slot taken in the statement). Its ratio to TPC-B
+//   is the most the gateway's redeem ratio can reach with this SQL, however fast Node gets.
+// Both report the machine's busy CPU (all processes, /proc/stat) per transaction.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { openPostgres } from '../src/db/database.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { machineCpu } from './processes.ts';
 
 const run = promisify(execFile);
 
-export async function pgbenchTps(baseUrl: string, clients: number, seconds: number): Promise<number> {
-  const name = `bench_tpcb_${randomBytes(4).toString('hex')}`;
+export interface PgbenchResult {
+  tps: number;
+  /** The machine's busy CPU milliseconds (all processes) per transaction. */
+  cpuMsPerTx: number;
+}
+
+export async function pgbenchTps(baseUrl: string, clients: number, seconds: number): Promise<PgbenchResult> {
+  return withThrowawayDatabase(baseUrl, 'bench_tpcb', async (target) => {
+    await run('pgbench', ['-i', '-q', '-s', String(clients), target], { maxBuffer: 1 << 24 });
+    return pgbench(target, ['-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(seconds)]);
+  });
+}
+
+export async function sqlRedeemTps(
+  baseUrl: string,
+  clients: number,
+  seconds: number,
+): Promise<PgbenchResult> {
+  return withThrowawayDatabase(baseUrl, 'bench_sql_redeem', async (target) => {
+    const db = await openPostgres(target);
+    try {
+      await migrate(db);
+      for (const statement of FIXTURES) await db.query(statement);
+    } finally {
+      await db.close();
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'sql-redeem-'));
+    try {
+      const script = join(dir, 'redeem.sql');
+      writeFileSync(script, SCRIPT);
+      return await pgbench(target, [
+        '-n',
+        '-M',
+        'prepared',
+        '-c',
+        String(clients),
+        '-j',
+        '2',
+        '-T',
+        String(seconds),
+        '-f',
+        script,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+async function withThrowawayDatabase<T>(
+  baseUrl: string,
+  prefix: string,
+  body: (url: string) => Promise<T>,
+): Promise<T> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   await admin.query(`create database ${name}`);
   try {
     const url = new URL(baseUrl);
     url.pathname = `/${name}`;
-    const target = url.toString();
-    await run('pgbench', ['-i', '-q', '-s', String(clients), target], { maxBuffer: 1 << 24 });
-    const { stdout } = await run(
-      'pgbench',
-      ['-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(seconds), target],
-      { maxBuffer: 1 << 24 },
-    );
-    const tps = /tps = ([\d.]+)/.exec(stdout);
-    if (!tps) throw new Error(`pgbench printed no tps:\n${stdout}`);
-    return Number(tps[1]);
+    return await body(url.toString());
   } finally {
     await admin.query(`drop database if exists ${name} with (force)`);
     await admin.end();
   }
 }
+
+async function pgbench(target: string, args: string[]): Promise<PgbenchResult> {
+  const before = machineCpu();
+  const { stdout } = await run('pgbench', [...args, target], { maxBuffer: 1 << 24 });
+  const after = machineCpu();
+  const tps = /tps = ([\d.]+)/.exec(stdout);
+  const done = /actually processed: (\d+)/.exec(stdout);
+  if (!tps || !done) throw new Error(`pgbench printed no tps:\n${stdout}`);
+  // /proc/stat counts in ticks of 10 ms.
+  return { tps: Number(tps[1]), cpuMsPerTx: ((after.busy - before.busy) * 10) / Number(done[1]) };
+}
+
+const FIXTURES = [
+  `insert into customers (name, created_at) select 'bench ' || g, now() from generate_series(1, 200) g`,
+  `insert into plans (customer_id, label, daily_limit, per_request_micros, overage, active, updated_at)
+   select id, 'bench', null, 0, true, true, now() from customers`,
+  `insert into api_keys (id, customer_id, mode, key_sha256, key_prefix, scopes, created_at)
+   select 'key' || id, id, 'test', md5(id::text), 'rg_test_' || id, '{redeem}', now() from customers`,
+  // The parameters the gateway's startRedeem and recordOutcome build, from two numbers (pgbench
+  // variables have no text type): the customer and a random request number.
+  `create function bench_start(c bigint, n bigint) returns jsonb language plpgsql as $$
+   begin
+     return redeem_start(jsonb_build_object(
+       'key_id', 'key' || c, 'check_key', true, 'burst', true,
+       'now_ms', (extract(epoch from clock_timestamp()) * 1000)::bigint, 'window_ms', 10000, 'limit', 1000000,
+       'customer_id', c, 'mode', 'test', 'now', clock_timestamp(), 'day', current_date,
+       'idempotency_key', 'idem' || n, 'fingerprint', md5(n::text), 'request_id', 'req' || n,
+       'is_async', false, 'source', 'codes', 'player_id', '5123456789', 'reference', null, 'owner', 'bench',
+       'lease_until', clock_timestamp() + interval '30 s', 'expires_at', clock_timestamp() + interval '1 day',
+       'sending', 4, 'job_id', 'job' || n,
+       'codes', jsonb_build_array(jsonb_build_object('position', 0, 'hash', md5('code' || n),
+         'encrypted', 'v2:bench:' || md5('code' || n), 'last4', right(n::text, 4),
+         'stock_id', null, 'category', null, 'uc', null))));
+   end $$`,
+  `create function bench_finish(c bigint, n bigint) returns jsonb language plpgsql as $$
+   begin
+     return redeem_record_outcome(jsonb_build_object(
+       'job_id', 'job' || n, 'position', 0, 'from_state', 'sending', 'status', 'activated', 'error_code', null,
+       'disposition', 'consumed', 'billed', true, 'category', '60', 'uc', 60, 'now', clock_timestamp(),
+       'lease_until', clock_timestamp() + interval '30 s', 'stock_state', null, 'finish', true, 'owner', 'bench',
+       'customer_id', c, 'mode', 'test', 'day', current_date, 'request_id', 'req' || n));
+   end $$`,
+];
+
+const SCRIPT = `\\set c random(1, 200)
+\\set n random(1, 1000000000000)
+select bench_start(:c, :n);
+select bench_finish(:c, :n);
+`;

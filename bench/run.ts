@@ -13,7 +13,7 @@ import autocannon from 'autocannon';
 import { createFixtures } from './fixtures.ts';
 import { gatewayEnv } from './gateway.ts';
 import { backendCpuBetween, pgSnapshot } from './pg-stats.ts';
-import { pgbenchTps } from './pgbench.ts';
+import { type PgbenchResult, pgbenchTps, sqlRedeemTps } from './pgbench.ts';
 import {
   type Child,
   freePort,
@@ -35,7 +35,8 @@ Options (defaults in brackets):
   --postgres=URL          also run on this PostgreSQL database [DATABASE_URL if set]
                           use a throwaway database: the run creates customers and keys in it
   --skip-pglite           do not run on the embedded database
-  --skip-pgbench          do not run pgbench TPC-B (it makes and drops its own database)
+  --skip-pgbench          do not run pgbench (TPC-B and the SQL-only redeem; each makes and drops
+                          its own database)
   --customers=N           bench customers per database [200]
   --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
@@ -378,7 +379,7 @@ function printTable(
   o: Options,
   rows: Row[],
   baselines: Row[],
-  meta: { loadStart: number[]; loadEnd: number[]; pgbench: number | undefined },
+  meta: { loadStart: number[]; loadEnd: number[]; pgbench: Pgbench | undefined },
 ) {
   const baseline = baselines.reduce((a, r) => a + r.reqPerSec, 0) / baselines.length;
   const header = [
@@ -443,8 +444,14 @@ function printTable(
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
+/** What pgbench measured in this run: TPC-B, and the redeem's SQL alone. */
+interface Pgbench {
+  tpcb: PgbenchResult;
+  sqlRedeem: PgbenchResult;
+}
+
 /** The ratios of issue 10's goals, each against its floor measured in this same run. */
-function goalLines(rows: Row[], pgbench: number | undefined): string[] {
+function goalLines(rows: Row[], pgbench: Pgbench | undefined): string[] {
   const find = (scenario: string, database: string) =>
     rows.find((r) => r.scenario === scenario && r.database === database)?.reqPerSec;
   const ratio = (label: string, value: number | undefined, floor: number | undefined, goal: number) =>
@@ -459,7 +466,19 @@ function goalLines(rows: Row[], pgbench: number | undefined): string[] {
       find('one-query', 'postgres (prepared)'),
       0.6,
     ),
-    ratio('  sync redeem on PostgreSQL / pgbench TPC-B tps', find('redeem', 'postgres'), pgbench, 0.5),
+    ratio(
+      '  sync redeem on PostgreSQL / pgbench TPC-B tps',
+      find('redeem', 'postgres'),
+      pgbench?.tpcb.tps,
+      0.5,
+    ),
+    ...(pgbench
+      ? [
+          `    its ceiling, the redeem's SQL alone under pgbench / TPC-B: ${(pgbench.sqlRedeem.tps / pgbench.tpcb.tps).toFixed(2)} ` +
+            `(${pgbench.sqlRedeem.tps.toFixed(0)} / ${pgbench.tpcb.tps.toFixed(0)} tps; machine CPU ms per transaction ` +
+            `${pgbench.sqlRedeem.cpuMsPerTx.toFixed(2)} / ${pgbench.tpcb.cpuMsPerTx.toFixed(2)})`,
+        ]
+      : []),
     ratio(
       '  sync redeem on PGlite / Fastify + one PGlite query',
       find('redeem', 'pglite'),
@@ -479,14 +498,19 @@ async function main() {
   const baselines = [await runBaseline(o, 'none (first)')];
   const rows: Row[] = [];
   if (o.pglite) rows.push(await runOneQuery(o), ...(await runGateway(o, 'pglite')));
-  let pgbench: number | undefined;
+  let pgbench: Pgbench | undefined;
   if (o.postgres) {
     rows.push(await runOneQuery(o, o.postgres), ...(await runGateway(o, 'postgres', o.postgres)));
     if (o.pgbench) {
-      pgbench = await pgbenchTps(o.postgres, o.connections, o.duration);
+      const tpcb = await pgbenchTps(o.postgres, o.connections, o.duration);
       process.stderr.write(
-        `  pgbench TPC-B, scale ${o.connections}, ${o.connections} clients: ${pgbench.toFixed(0)} tps\n`,
+        `  pgbench TPC-B, scale ${o.connections}, ${o.connections} clients: ${tpcb.tps.toFixed(0)} tps\n`,
       );
+      const sqlRedeem = await sqlRedeemTps(o.postgres, o.connections, o.duration);
+      process.stderr.write(
+        `  pgbench, a sync redeem's SQL alone, ${o.connections} clients: ${sqlRedeem.tps.toFixed(0)} tps\n`,
+      );
+      pgbench = { tpcb, sqlRedeem };
     }
   } else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
   // A second baseline at the end: how far the two differ shows how noisy the machine was.
