@@ -43,7 +43,7 @@ export async function sqlRedeemTps(
     const db = await openPostgres(target);
     try {
       await migrate(db);
-      for (const statement of FIXTURES) await db.query(statement);
+      for (const statement of SQL_REDEEM_FIXTURES) await db.query(statement);
     } finally {
       await db.close();
     }
@@ -100,7 +100,8 @@ async function pgbench(target: string, args: string[]): Promise<PgbenchResult> {
   return { tps: Number(tps[1]), cpuMsPerTx: ((after.busy - before.busy) * 10) / Number(done[1]) };
 }
 
-const FIXTURES = [
+/** The SQL-only redeem's fixtures and its two wrapper functions (also used by pglite-sql-redeem.ts). */
+export const SQL_REDEEM_FIXTURES = [
   `insert into customers (name, created_at) select 'bench ' || g, now() from generate_series(1, 200) g`,
   `insert into plans (customer_id, label, daily_limit, per_request_micros, overage, active, updated_at)
    select id, 'bench', null, 0, true, true, now() from customers`,

@@ -1,0 +1,50 @@
+// The redeem's SQL alone on PGlite, against one query by primary key on the same PGlite: the
+// ceiling of issue 10's PGlite ratio (sync redeem through the gateway / Fastify + one PGlite
+// query), however fast the gateway's Node side gets. In-process and sequential (PGlite has one
+// connection), the same two statements as bench/pgbench.ts's sqlRedeemTps.
+//   npx tsx bench/pglite-sql-redeem.ts [--count=N]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openPglite } from '../src/db/database.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { SQL_REDEEM_FIXTURES } from './pgbench.ts';
+
+async function main() {
+  const { values } = parseArgs({ options: { count: { type: 'string', default: '2000' } } });
+  const count = Number(values.count);
+  const dir = mkdtempSync(join(tmpdir(), 'pglite-sql-redeem-'));
+  const db = await openPglite(dir);
+  try {
+    await migrate(db);
+    for (const statement of SQL_REDEEM_FIXTURES) await db.query(statement);
+    await db.query('create table bench_one (id integer primary key, n integer not null)');
+    await db.query('insert into bench_one values (1, 42)');
+    const rate = async (body: (i: number) => Promise<unknown>) => {
+      for (let i = 0; i < 200; i++) await body(-1 - i); // warm-up
+      const start = performance.now();
+      for (let i = 0; i < count; i++) await body(i);
+      return count / ((performance.now() - start) / 1000);
+    };
+    const one = await rate(() => db.query('select n from bench_one where id = $1', [1]));
+    const redeem = await rate(async (i) => {
+      const customer = 1 + (Math.abs(i) % 200);
+      const n = i < 0 ? 1_000_000 - i : i + 1;
+      await db.query('select bench_start($1, $2)', [customer, n]);
+      await db.query('select bench_finish($1, $2)', [customer, n]);
+    });
+    process.stdout.write(
+      `PGlite, ${count} each, sequential: one query ${one.toFixed(0)}/s, a sync redeem's SQL alone ` +
+        `${redeem.toFixed(0)}/s, ratio ${(redeem / one).toFixed(3)} (the ceiling of the PGlite goal, 0.3)\n`,
+    );
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
