@@ -25,6 +25,7 @@ export interface PgbenchResult {
   tps: number;
   /** The machine's busy CPU milliseconds (all processes) per transaction. */
   cpuMsPerTx: number;
+  transactions: number;
 }
 
 export async function pgbenchTps(baseUrl: string, clients: number, seconds: number): Promise<PgbenchResult> {
@@ -51,7 +52,7 @@ export async function sqlRedeemTps(
     try {
       const script = join(dir, 'redeem.sql');
       writeFileSync(script, SCRIPT);
-      return await pgbench(target, [
+      const result = await pgbench(target, [
         '-n',
         '-M',
         'prepared',
@@ -64,6 +65,23 @@ export async function sqlRedeemTps(
         '-f',
         script,
       ]);
+      // Every transaction must have been a real redeem: a job completed with its code activated
+      // and billed (a refusal would also commit, and count, without doing the work).
+      const check = new pg.Client({ connectionString: target });
+      await check.connect();
+      try {
+        const r = await check.query<{ n: string }>(
+          `select count(*) as n from jobs j join job_codes c on c.job_id = j.id
+            where j.status = 'completed' and c.status = 'activated' and j.captured_wallet = 1`,
+        );
+        if (Number(r.rows[0]!.n) !== result.transactions)
+          throw new Error(
+            `SQL-only redeem: ${r.rows[0]!.n} redeems done for ${result.transactions} transactions`,
+          );
+      } finally {
+        await check.end();
+      }
+      return result;
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -97,7 +115,8 @@ async function pgbench(target: string, args: string[]): Promise<PgbenchResult> {
   const done = /actually processed: (\d+)/.exec(stdout);
   if (!tps || !done) throw new Error(`pgbench printed no tps:\n${stdout}`);
   // /proc/stat counts in ticks of 10 ms.
-  return { tps: Number(tps[1]), cpuMsPerTx: ((after.busy - before.busy) * 10) / Number(done[1]) };
+  const transactions = Number(done[1]);
+  return { tps: Number(tps[1]), cpuMsPerTx: ((after.busy - before.busy) * 10) / transactions, transactions };
 }
 
 /** The SQL-only redeem's fixtures and its two wrapper functions (also used by pglite-sql-redeem.ts). */
