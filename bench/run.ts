@@ -1,6 +1,7 @@
 // Load benchmark (npm run bench): a plain Fastify hello-world as the baseline, then the gateway's
 // GET /v1/health, GET /v1/me and a synchronous one-code POST /v1/redeem (sandbox activator, test
-// keys), on the embedded PGlite database and, given a URL, on PostgreSQL. Every server runs as a
+// keys), on the embedded PGlite database and, given a URL, on PostgreSQL, with the floors and
+// ceilings of issue 10's goals (one query, the least a /v1/me can do, pgbench). Every server runs as a
 // child process; autocannon runs here. Ratios are against the baseline of this same run, because
 // the machines are noisy: compare ratios between runs, not raw numbers. See bench/README.md.
 import { randomBytes } from 'node:crypto';
@@ -46,7 +47,7 @@ Options (defaults in brackets):
 `;
 
 const GATEWAY_SCENARIOS = ['health', 'me', 'redeem'] as const;
-type Scenario = 'hello-world' | 'one-query' | (typeof GATEWAY_SCENARIOS)[number];
+type Scenario = 'hello-world' | 'one-query' | 'me-floor' | (typeof GATEWAY_SCENARIOS)[number];
 
 interface Options {
   duration: number;
@@ -259,6 +260,58 @@ async function runOneQuery(o: Options, databaseUrl?: string): Promise<Row> {
   }
 }
 
+/** GET /v1/me, each request with the next key. */
+function meRequests(nextKey: () => string): autocannon.Request[] {
+  return [
+    {
+      method: 'GET',
+      path: '/v1/me',
+      setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
+    },
+  ];
+}
+
+/** The least a GET /v1/me can do (bench/me-floor-server.ts), on the gateway's database and keys. */
+async function runMeFloor(o: Options, databaseUrl: string, keys: string[], gatewayUrl: string): Promise<Row> {
+  const env = { ...process.env, QUERY_DATABASE_URL: databaseUrl };
+  const child = startChild(['--import', 'tsx', join(repoRoot, 'bench/me-floor-server.ts')], env, repoRoot);
+  try {
+    const [, port] = await waitForLine(child, /listening (\d+)/);
+    await checkSameAnswer(`${gatewayUrl}/v1/me`, `http://${HOST}:${port}/v1/me`, keys[0]!);
+    let turn = 0;
+    return await measure(
+      o,
+      'me-floor',
+      'postgres',
+      child,
+      {
+        url: `http://${HOST}:${port}`,
+        requests: meRequests(() => keys[turn++ % keys.length]!),
+      },
+      databaseUrl,
+    );
+  } finally {
+    await child.stop();
+  }
+}
+
+/**
+ * The ceiling must do the gateway's work, not less: the same status, body (but its request id)
+ * and service headers for the same key, or the bench stops.
+ */
+async function checkSameAnswer(gatewayUrl: string, ceilingUrl: string, key: string): Promise<void> {
+  const answer = async (url: string) => {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    const { request_id: _id, ...body } = (await res.json()) as Record<string, unknown>;
+    const headers = [...res.headers].filter(([name]) => /^(svc-|cache-control$|content-type$)/.test(name));
+    return JSON.stringify({ status: res.status, body, headers: headers.sort() });
+  };
+  const [gateway, ceiling] = [await answer(gatewayUrl), await answer(ceilingUrl)];
+  if (gateway !== ceiling) {
+    throw new Error(`bench/me-floor-server.ts answers otherwise than the gateway:\n${ceiling}\n${gateway}`);
+  }
+}
+
 async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseUrl?: string): Promise<Row[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'redeem-bench-'));
   const port = await freePort();
@@ -322,18 +375,14 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
             server,
             {
               url: publicUrl,
-              requests: [
-                {
-                  method: 'GET',
-                  path: '/v1/me',
-                  setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
-                },
-              ],
+              requests: meRequests(nextKey),
             },
             databaseUrl,
             admin,
           ),
         );
+        // The ceiling of the /me goal: the same answer with nothing around it, on the same keys.
+        if (databaseUrl) rows.push(await runMeFloor(o, databaseUrl, keys, publicUrl));
       } else if (scenario === 'redeem') {
         rows.push(
           await measure(
@@ -466,6 +515,18 @@ function goalLines(rows: Row[], pgbench: Pgbench | undefined): string[] {
       find('one-query', 'postgres (prepared)'),
       0.6,
     ),
+    ...(find('me-floor', 'postgres') === undefined
+      ? []
+      : [
+          ratio(
+            '    its ceiling, the least a /v1/me can do (bench/me-floor-server.ts) / the same floor',
+            find('me-floor', 'postgres'),
+            find('one-query', 'postgres (prepared)'),
+            0.6,
+          ),
+          `    the gateway's /v1/me / that ceiling (what the gateway's own framework keeps): ` +
+            `${((find('me', 'postgres') ?? Number.NaN) / (find('me-floor', 'postgres') ?? Number.NaN)).toFixed(2)}`,
+        ]),
     ratio(
       '  sync redeem on PostgreSQL / pgbench TPC-B tps',
       find('redeem', 'postgres'),

@@ -189,6 +189,24 @@ export function subscriptionView(sub: Subscription, now: Date) {
   };
 }
 
+/** The answer of GET /v1/me (specification 2.3): the calling key and its account record. */
+export function meView(
+  requestId: string,
+  key: { customerId: number; keyPrefix: string; scopes: readonly string[]; mode: string },
+  s: AccountState,
+  now: Date,
+) {
+  return {
+    ok: true,
+    request_id: requestId,
+    customer_id: key.customerId,
+    key_prefix: key.keyPrefix,
+    scopes: key.scopes,
+    mode: key.mode,
+    ...accountView(s, now),
+  };
+}
+
 /** The account record of GET /v1/me, less ok/request_id and the key fields. */
 export function accountView(s: AccountState, now: Date) {
   const plan = s.plan;

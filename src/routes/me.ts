@@ -2,7 +2,7 @@
 // One statement answers it: the account, with the key's revocation and the customer's state, so a
 // key cached by the auth hook is checked again here, and the quota headers come from the same row.
 import type { FastifyInstance } from 'fastify';
-import { accountView, loadKeyAccountState, today } from '../core/accounts.ts';
+import { loadKeyAccountState, meView, today } from '../core/accounts.ts';
 import { authorize, checkKeyState } from '../http/auth.ts';
 import type { AppContext } from '../http/context.ts';
 import { ApiError } from '../http/errors.ts';
@@ -23,14 +23,6 @@ export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
     request.auth = key;
     setAccountHeaders(reply, found.state);
     authorize(key, request.ip, 'any');
-    return {
-      ok: true,
-      request_id: request.id,
-      customer_id: key.customerId,
-      key_prefix: key.keyPrefix,
-      scopes: key.scopes,
-      mode: key.mode,
-      ...accountView(found.state, ctx.clock.now()),
-    };
+    return meView(request.id, key, found.state, ctx.clock.now());
   });
 }

@@ -1,0 +1,84 @@
+// The ceiling of the GET /v1/me goal (issue 10): the least a /v1/me can do, run as its own process
+// like the gateway. The same work the contract asks of the answer: the key's SHA-256 digest looked
+// up in an in-process map (one query on a miss, like the gateway's key cache), the gateway's own
+// statement (`loadKeyAccountState`, prepared), the same headers and the same body built by the
+// gateway's own functions. What it leaves out is everything around that work: the gateway's
+// hooks, request logger, metrics, graceful-stop accounting, error handling, revocation, expiry and
+// scope checks. Its rate against "Fastify + one prepared pg query" is the highest ratio any
+// gateway could reach for /me on this machine; the gateway's rate against it is what its own
+// framework costs. QUERY_DATABASE_URL: a gateway database with keys (the bench's fixtures).
+// Prints "listening <port>".
+import Fastify from 'fastify';
+import pg from 'pg';
+import { loadKeyAccountState, meView, today } from '../src/core/accounts.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { newRequestId } from '../src/core/ids.ts';
+import { sha256Hex } from '../src/core/keys.ts';
+import type { Queryable } from '../src/db/database.ts';
+import { EVERY_RESPONSE_HEADERS, setAccountHeaders } from '../src/http/headers.ts';
+
+const url = process.env['QUERY_DATABASE_URL'];
+if (!url) throw new Error('QUERY_DATABASE_URL is required');
+const INT8_OID = 20;
+const pool = new pg.Pool({
+  connectionString: url,
+  max: Number(process.env['QUERY_POOL_MAX'] ?? 10),
+  // Money columns are int8, read as numbers as the gateway's database seam does.
+  types: {
+    getTypeParser: ((oid: number, format?: string) =>
+      oid === INT8_OID
+        ? Number
+        : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  },
+});
+const db: Queryable = {
+  query: async (text, values, name) => {
+    const r = await pool.query({ text, values: values as unknown[], ...(name ? { name } : {}) });
+    return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+  },
+};
+
+interface Facts {
+  id: string;
+  customerId: number;
+  mode: string;
+  keyPrefix: string;
+  scopes: string[];
+}
+const keys = new Map<string, Facts>();
+async function keyFacts(token: string): Promise<Facts | undefined> {
+  const digest = sha256Hex(token);
+  const cached = keys.get(digest);
+  if (cached) return cached;
+  const r = await db.query<Facts>(
+    `select id, customer_id as "customerId", mode, key_prefix as "keyPrefix", scopes
+       from api_keys where key_sha256 = $1`,
+    [digest],
+  );
+  const found = r.rows[0];
+  if (found) keys.set(digest, found);
+  return found;
+}
+
+const app = Fastify({ logger: false, genReqId: newRequestId });
+app.get('/v1/me', async (request, reply) => {
+  const header = request.headers.authorization ?? '';
+  const key = header.startsWith('Bearer ') ? await keyFacts(header.slice(7)) : undefined;
+  const found = key && (await loadKeyAccountState(db, key, today(systemClock)));
+  if (!key || !found) return reply.code(401).send({ ok: false, error_code: 'unauthorized' });
+  reply
+    .header('X-Request-Id', request.id)
+    .header('Cache-Control', 'no-store')
+    .headers(EVERY_RESPONSE_HEADERS);
+  setAccountHeaders(reply, found.state);
+  return meView(request.id, key, found.state, systemClock.now());
+});
+const address = await app.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write(`listening ${new URL(address).port}\n`);
+const stop = () =>
+  void app
+    .close()
+    .then(() => pool.end())
+    .then(() => process.exit(0));
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
