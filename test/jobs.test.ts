@@ -275,8 +275,11 @@ describe('a job that crashes', () => {
         `update job_codes set code_encrypted = 'v1:AAAA' where job_id = $1 and position = 1`,
         [id],
       );
-      expect(await claimJob(paused.ctx)).toBe(id);
-      await runJob(paused.ctx, id);
+      const claimed = await claimJob(paused.ctx);
+      expect(claimed?.job.id).toBe(id);
+      // The claim hands the run the job with its codes, the unreadable one among them.
+      expect(claimed?.codes.map((c) => c.position)).toEqual([0, 1, 2]);
+      await runJob(paused.ctx, id, {}, claimed!);
 
       const job = (await getJobOn(paused, m.key, id)).json();
       expect(job.status).toBe('failed');

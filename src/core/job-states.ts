@@ -9,14 +9,16 @@
 // - claim: the job worker takes a queued job (claimJob), fairly across customers;
 // - lease: a run keeps its job's lease (extendLease; each recorded outcome extends it too, in
 //   redeem_record_outcome); recovery takes over jobs whose lease ran out (takeOverOrphanedJobs);
-// - finish: a sync job with its last outcome (job_finish_sync, migration 0011, or finishSyncJob
-//   here), an async job with its webhook event in the outbox (job_finish_async, finishAsyncJob);
+// - finish: by the commit of the job's last outcome (redeem_record_outcome), or here when no
+//   outcome did: a sync job with its key (job_finish_sync, finishSyncJob), an async job with its
+//   webhook event in the outbox (job_finish_async, migration 0014; finishAsyncJob);
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
 //   (stopJob, inside settleStoppedJob of core/recovery.ts, which releases what it held).
 import type { Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';
 import { newEventId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import { JOB_WITH_CODES, type JobWithCodes, type JobWithCodesRow, jobWithCodes } from './jobs.ts';
 import type { Caller, RedeemDeps } from './redeem-deps.ts';
 
 /** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */
@@ -25,7 +27,8 @@ export interface Lease {
 }
 
 /**
- * Claims one queued job for this process, or returns null. Fair across customers: live jobs
+ * Claims one queued job for this process and returns it with its codes (so its run starts
+ * without reading them again), or returns null. Fair across customers: live jobs
  * before test jobs, then the customer with the fewest jobs running (across every process), then
  * the oldest. So a customer with thousands of queued jobs takes turns with one that has a single
  * job, and test traffic never delays live traffic.
@@ -35,9 +38,9 @@ export interface Lease {
  * a backlog of ten jobs or of a hundred thousand. A candidate another process is claiming right
  * now (locked) is skipped for this round.
  */
-export async function claimJob(deps: RedeemDeps): Promise<string | null> {
+export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
   const now = deps.clock.now();
-  const r = await deps.db.query<{ id: string }>(
+  const r = await deps.db.query<JobWithCodesRow>(
     `with recursive waiting (mode, customer_id) as (
        (select mode, customer_id from jobs where status = 'queued' order by mode, customer_id limit 1)
        union all
@@ -69,10 +72,11 @@ export async function claimJob(deps: RedeemDeps): Promise<string | null> {
          limit 1
          for update of j skip locked)
         and status = 'queued'
-      returning id`,
+      returning ${JOB_WITH_CODES}`,
     [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now],
+    'job_claim',
   );
-  return r.rows[0]?.id ?? null;
+  return jobWithCodes(r.rows[0]);
 }
 
 /** Extends this process's lease on a running job; a job taken over meanwhile ends the lease. */
@@ -156,7 +160,10 @@ export async function finishSyncJob(
   return status;
 }
 
-/** Last phase of an async job: completed, and its redeem.completed event in the outbox (one statement). */
+/**
+ * Last phase of an async job no outcome finished: completed, and its redeem.completed event in
+ * the outbox (one statement).
+ */
 export async function finishAsyncJob(deps: RedeemDeps, jobId: string): Promise<boolean> {
   const r = await deps.db.query<{ finished: boolean }>(
     'select job_finish_async($1, $2, $3, $4) as finished',

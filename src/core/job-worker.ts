@@ -5,6 +5,7 @@ import { isConnectionError } from '../db/database.ts';
 import { startBackgroundLoop } from './background-loop.ts';
 import { LEASE_MS } from './instance.ts';
 import { claimJob, finishAsyncJob, ownUnrunJobs } from './job-states.ts';
+import type { JobWithCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
 import type { RedeemDeps } from './redeem-deps.ts';
 import { type ExecuteOptions, executeJob } from './redeem-run.ts';
@@ -37,12 +38,24 @@ export interface JobWorker {
  * database went away for longer than its lease is left running: recovery settles it as after a
  * crash once the lease has run out (nothing it recorded is lost, nothing is billed twice).
  */
-export async function runJob(deps: RedeemDeps, jobId: string, opts: ExecuteOptions = {}): Promise<void> {
+export async function runJob(
+  deps: RedeemDeps,
+  jobId: string,
+  opts: ExecuteOptions = {},
+  claimed?: JobWithCodes,
+): Promise<void> {
   try {
     // A run that lost the database stops starting codes; once it is back the rest are sent
-    // (only codes still pending: the run is safe to repeat), while the lease is surely ours.
-    await retryOnConnectionError(() => executeJob(deps, jobId, opts), LEASE_MS / 3);
-    await retryOnConnectionError(() => finishAsyncJob(deps, jobId), LEASE_MS / 3);
+    // (only codes still pending: the run is safe to repeat, and a repeat reads them again), while
+    // the lease is surely ours.
+    let attempts = 0;
+    const run = await retryOnConnectionError(
+      () => executeJob(deps, jobId, opts, attempts++ === 0 ? claimed : undefined),
+      LEASE_MS / 3,
+    );
+    // Usually the commit of the last outcome finished it; not when no code was left to run (a
+    // repeated run), or the codes' last two outcomes were recorded at the same moment.
+    if (!run.finished) await retryOnConnectionError(() => finishAsyncJob(deps, jobId), LEASE_MS / 3);
   } catch (err) {
     if (isConnectionError(err)) {
       deps.logger.warn(
@@ -77,8 +90,8 @@ export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): J
   const execute: ExecuteOptions = opts.codeConcurrency ? { codeConcurrency: opts.codeConcurrency } : {};
   let claimLost = false;
 
-  const start = (jobId: string) => {
-    const run = runJob(deps, jobId, execute)
+  const start = (jobId: string, claimed?: JobWithCodes) => {
+    const run = runJob(deps, jobId, execute, claimed)
       .then(() => opts.onJobEnded?.())
       .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
       .finally(() => {
@@ -98,15 +111,15 @@ export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): J
         claimLost = false;
       }
       while (!signal.aborted && running.size < concurrency) {
-        let jobId: string | null;
+        let claimed: JobWithCodes | null;
         try {
-          jobId = await claimJob(deps);
+          claimed = await claimJob(deps);
         } catch (err) {
           claimLost ||= isConnectionError(err);
           throw err;
         }
-        if (!jobId) return;
-        start(jobId);
+        if (!claimed) return;
+        start(claimed.job.id, claimed);
       }
     },
   });

@@ -75,16 +75,25 @@ export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | nul
  * A job with its codes in one statement (the codes as job_codes_json gives them, migration 0011:
  * every field a run or a result needs; startedAt, finishedAt and settlement are not among them).
  */
-export async function loadJobWithCodes(
-  q: Queryable,
-  jobId: string,
-): Promise<{ job: JobRow; codes: JobCodeRow[] } | null> {
-  const r = await q.query<JobRow & { codes: JobCodeRow[] }>(
-    `select ${JOB_COLUMNS}, job_codes_json(id) as codes from jobs where id = $1`,
+export async function loadJobWithCodes(q: Queryable, jobId: string): Promise<JobWithCodes | null> {
+  const r = await q.query<JobWithCodesRow>(
+    `select ${JOB_WITH_CODES} from jobs where id = $1`,
     [jobId],
     'job_with_codes',
   );
-  const row = r.rows[0];
+  return jobWithCodes(r.rows[0]);
+}
+
+export interface JobWithCodes {
+  job: JobRow;
+  codes: JobCodeRow[];
+}
+
+/** A job row and its codes as one row of `jobs` gives them (a select, or an update's `returning`). */
+export const JOB_WITH_CODES = `${JOB_COLUMNS}, job_codes_json(jobs.id) as codes`;
+export type JobWithCodesRow = JobRow & { codes: JobCodeRow[] };
+
+export function jobWithCodes(row: JobWithCodesRow | undefined): JobWithCodes | null {
   if (!row) return null;
   const { codes, ...job } = row;
   return { job, codes };

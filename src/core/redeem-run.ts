@@ -1,15 +1,16 @@
 // Running a redeem's codes and finishing it: the phases after phase 1 (redeem.ts).
 //   Per code: mark it out with the upstream (committed; phase 1 marked a sync job's first codes
 //   already), call the activator outside any transaction, then record the outcome with its
-//   capture or release in one commit (redeem_record_outcome, migration 0011). The commit of a sync
-//   job's last outcome also finishes the job and makes its key replayable; an async job ends with
-//   its webhook event in the outbox.
+//   capture or release in one commit (redeem_record_outcome, migration 0011). The commit of a
+//   job's last outcome also finishes the job: a sync job with its key made replayable, an async
+//   job with its webhook event in the outbox (migration 0014).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../db/database.ts';
 import { databaseUnavailable } from '../http/errors.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from './accounts.ts';
 import { utcDay } from './clock.ts';
 import { decryptCode } from './code-crypto.ts';
+import { newEventId } from './ids.ts';
 import { INSTANCE_ID, LEASE_MS } from './instance.ts';
 import { extendLease, type Lease } from './job-states.ts';
 import {
@@ -18,6 +19,7 @@ import {
   ERROR_CODE_OF,
   type JobCodeRow,
   type JobRow,
+  type JobWithCodes,
   loadJobWithCodes,
   STOCK_STATE_OF,
 } from './jobs.ts';
@@ -53,6 +55,15 @@ export type RunningJob = Pick<
   'id' | 'customerId' | 'mode' | 'playerId' | 'source' | 'isAsync' | 'leaseExpiresAt'
 >;
 
+/**
+ * How the commit of a job's last outcome finishes the job: a sync job with its key (its request's
+ * id goes with the key's answer), an async job with its redeem.completed event (this id).
+ */
+export type FinishWith = { requestId: string } | { eventId: string };
+
+/** What the commit of a job's last outcome did: finished a sync job (its answer), or an async one. */
+type Finished = { sync: FinishedSync } | { async: true };
+
 /** A sync job finished by the commit of its last outcome: what the answer is made of. */
 export interface FinishedSync {
   status: number;
@@ -60,13 +71,18 @@ export interface FinishedSync {
   account: AccountState;
 }
 
-/** Runs every pending code of a job (the job worker). Returns how many requests this run billed. */
+/**
+ * Runs every pending code of a job (the job worker). Returns how many requests this run billed,
+ * and whether the commit of its last outcome finished the job (else the caller finishes it).
+ */
 export async function executeJob(
   deps: RedeemDeps,
   jobId: string,
   opts: ExecuteOptions = {},
-): Promise<number> {
-  const loaded = await loadJobWithCodes(deps.db, jobId);
+  claimed?: JobWithCodes,
+): Promise<{ billed: number; finished: boolean }> {
+  // The claim read the job and its codes with the same statement that took it.
+  const loaded = claimed ?? (await loadJobWithCodes(deps.db, jobId));
   if (!loaded) throw new Error(`job ${jobId} not found`);
   const job = loaded.job;
   if (job.isAsync && job.startedAt) deps.metrics?.jobStarted(job.mode, +job.startedAt - +job.createdAt);
@@ -87,7 +103,8 @@ export async function executeJob(
       uc: r.uc,
       state: 'pending' as const,
     }));
-  return (await runCodes(deps, job, pending, null, opts)).billed;
+  const run = await runCodes(deps, job, pending, { eventId: newEventId() }, opts);
+  return { billed: run.billed, finished: run.finished !== null };
 }
 
 /**
@@ -102,16 +119,17 @@ export async function runSyncJob(
   requestId: string,
   opts: ExecuteOptions = {},
 ): Promise<{ billed: number; finished: FinishedSync | null }> {
-  return runCodes(deps, job, todo, { requestId }, opts);
+  const run = await runCodes(deps, job, todo, { requestId }, opts);
+  return { billed: run.billed, finished: run.finished && 'sync' in run.finished ? run.finished.sync : null };
 }
 
 async function runCodes(
   deps: RedeemDeps,
   job: RunningJob,
   pending: CodeToRun[],
-  finish: { requestId: string } | null,
+  finish: FinishWith,
   opts: ExecuteOptions,
-): Promise<{ billed: number; finished: FinishedSync | null }> {
+): Promise<{ billed: number; finished: Finished | null }> {
   const config = deps.config;
   const codeConcurrency = opts.codeConcurrency ?? config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY;
   const databaseTimeoutMs = opts.databaseTimeoutMs ?? config?.DATABASE_TIMEOUT_MS ?? 5000;
@@ -135,7 +153,7 @@ async function runCodes(
     onStalled: job.isAsync ? null : { afterMs: databaseTimeoutMs, call: () => stalled?.() },
   };
   let billed = 0;
-  let finished: FinishedSync | null = null;
+  let finished: Finished | null = null;
   let next = 0;
   const heartbeat = setInterval(() => {
     void extendLease(deps, jobId, lease).catch((err) =>
@@ -234,8 +252,8 @@ async function attemptCode(
   job: RunningJob,
   row: CodeToRun,
   retry: RetryState,
-  finish: { requestId: string } | null,
-): Promise<{ billed: boolean; finished: FinishedSync | null }> {
+  finish: FinishWith,
+): Promise<{ billed: boolean; finished: Finished | null }> {
   const { db, clock } = deps;
   const code = row.code();
   if (row.state === 'pending') {
@@ -293,14 +311,15 @@ interface OutcomeRow {
   recorded: boolean;
   wallet_micros?: number;
   finished?: number;
+  finished_async?: boolean;
   codes?: JobCodeRow[];
   account?: AccountRow;
 }
 
 /**
  * Records a code's outcome with its capture or release and its stock state, in one commit. With
- * `finish` (a sync job's run), the commit of the job's last outcome also finishes the job and its
- * key, and what the answer needs comes back with it.
+ * `finish` (a job's run), the commit of the job's last outcome also finishes the job: a sync job
+ * and its key, with what the answer needs; an async job and its webhook event.
  */
 export async function recordOutcome(
   deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
@@ -308,12 +327,13 @@ export async function recordOutcome(
   row: Pick<JobCodeRow, 'position'>,
   outcome: Outcome,
   fromState: 'pending' | 'sending',
-  finish: { requestId: string } | null = null,
-): Promise<FinishedSync | null> {
+  finish: FinishWith | null = null,
+): Promise<Finished | null> {
   const status = outcome.status;
   const billed = BILLED_STATUSES.has(status);
   const disposition = dispositionOf(status, outcome.unknown === true, job.source);
   const now = deps.clock.now();
+  const sync = finish !== null && 'requestId' in finish ? finish : null;
   const r = await deps.db.query<{ r: OutcomeRow }>(
     'select redeem_record_outcome($1::jsonb) as r',
     [
@@ -330,12 +350,13 @@ export async function recordOutcome(
         now: now.toISOString(),
         lease_until: new Date(now.getTime() + LEASE_MS).toISOString(),
         stock_state: STOCK_STATE_OF[disposition],
-        finish: finish !== null,
+        finish: sync !== null,
+        finish_event_id: finish !== null && 'eventId' in finish ? finish.eventId : null,
         owner: INSTANCE_ID,
         customer_id: job.customerId,
         mode: job.mode,
         day: utcDay(now),
-        request_id: finish?.requestId ?? null,
+        request_id: sync?.requestId ?? null,
       }),
     ],
     'redeem_record_outcome',
@@ -351,10 +372,13 @@ export async function recordOutcome(
     billed,
     walletMicros: recorded.wallet_micros ?? 0,
   });
+  if (recorded.finished_async) return { async: true };
   if (recorded.finished === undefined) return null;
   return {
-    status: recorded.finished,
-    codes: recorded.codes!,
-    account: accountStateFrom(job.customerId, recorded.account!),
+    sync: {
+      status: recorded.finished,
+      codes: recorded.codes!,
+      account: accountStateFrom(job.customerId, recorded.account!),
+    },
   };
 }
