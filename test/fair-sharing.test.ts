@@ -6,7 +6,7 @@ import { createFairSemaphore } from '../src/activators/fair-semaphore.ts';
 import { createSandboxActivator } from '../src/activators/sandbox.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { claimJob } from '../src/core/job-states.ts';
-import { type JobWorker, startJobWorker } from '../src/core/job-worker.ts';
+import { type JobWorker, runJob, startJobWorker } from '../src/core/job-worker.ts';
 import { createMerchant, createTestApp, issueTestKey, type Merchant, type TestApp } from './helpers/app.ts';
 import { redeem, uniqueCode } from './helpers/redeem.ts';
 
@@ -79,6 +79,24 @@ describe('job claims', () => {
     // Run them to the end, so the next test starts from a quiet table.
     const worker = startJobWorker(t.ctx, { pollMs: 20 });
     await waitFinished([...order], worker);
+  });
+
+  test('equally few running: the customer served least recently goes first, not the older job', async () => {
+    const older = await queue(flooder.key, 1);
+    const first = await claimJob(t.ctx);
+    expect(first?.job.id).toBe(older);
+    // The flooder's job ran to its end: it has none running again, but it just had its turn.
+    const flood = [await queue(flooder.key, 1)];
+    await runJob(t.ctx, first!.job.id, {}, first!);
+    const single = await queue(other.key, 1);
+    const order: string[] = [];
+    for (let c = await claimJob(t.ctx); c; c = await claimJob(t.ctx)) order.push(c.job.id);
+    // Both have none running; the flooder's queued job is older, but the other customer's turn
+    // has come (ordering by the older job alone gave the flooder two turns in a row).
+    expect(order).toEqual([single, ...flood]);
+    await t.ctx.db.query(`update jobs set status = 'queued', lease_owner = null where id = any($1)`, [order]);
+    const worker = startJobWorker(t.ctx, { pollMs: 20 });
+    await waitFinished([first!.job.id, ...order], worker);
   });
 
   test("a flood of 50-code jobs: another customer's one-code job and a live job jump the queue", async () => {

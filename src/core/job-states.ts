@@ -30,8 +30,9 @@ export interface Lease {
  * Claims one queued job for this process and returns it with its codes (so its run starts
  * without reading them again), or returns null. Fair across customers: live jobs
  * before test jobs, then the customer with the fewest jobs running (across every process), then
- * the oldest. So a customer with thousands of queued jobs takes turns with one that has a single
- * job, and test traffic never delays live traffic.
+ * the customer whose last claim is the oldest (job_claim_turns, migration 0015), then the oldest
+ * job. So a customer with thousands of queued jobs takes turns with one that has a single job,
+ * and test traffic never delays live traffic.
  *
  * Only each customer's oldest queued job (per mode) is a candidate, found by a skip scan over
  * jobs_queued_by_customer (one index probe per waiting customer), so a claim costs the same with
@@ -61,18 +62,27 @@ export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
        select c.id, row_number() over (
                 order by (c.mode = 'test'),
                          (select count(*) from jobs b where b.customer_id = c.customer_id and b.status = 'running'),
+                         (select t.last_turn from job_claim_turns t where t.customer_id = c.customer_id) nulls first,
                          c.created_at, c.id) as turn
          from candidates c
+     ),
+     claimed as (
+       update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
+        where id = (
+          select j.id from jobs j join ranked on ranked.id = j.id
+           where j.status = 'queued'
+           order by ranked.turn
+           limit 1
+           for update of j skip locked)
+          and status = 'queued'
+        returning ${JOB_WITH_CODES}
+     ),
+     took_turn as (
+       insert into job_claim_turns (customer_id, last_turn)
+       select "customerId", nextval('job_claim_turn') from claimed
+       on conflict (customer_id) do update set last_turn = excluded.last_turn
      )
-     update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
-      where id = (
-        select j.id from jobs j join ranked on ranked.id = j.id
-         where j.status = 'queued'
-         order by ranked.turn
-         limit 1
-         for update of j skip locked)
-        and status = 'queued'
-      returning ${JOB_WITH_CODES}`,
+     select * from claimed`,
     [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now],
     'job_claim',
   );
