@@ -8,15 +8,13 @@
 //   npm run bench:claims                         # embedded PGlite in a temporary directory
 //   npm run bench:claims -- --postgres=URL       # a THROWAWAY PostgreSQL database (it is filled)
 //   npm run bench:claims -- --sizes=1000,10000,50000 --customers=50 --claims=40
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { claimJob } from '../src/core/job-states.ts';
 import type { RedeemDeps } from '../src/core/redeem-deps.ts';
-import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
+import type { Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { withBenchDatabase } from './database.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,9 +39,7 @@ const claims = Number(values.claims);
 const history = Number(values.history);
 const NOW = new Date('2026-11-22T12:00:00Z');
 
-let firstCustomer = 0;
-
-/** Inserts jobs g = from..to of a kind; `customer` and `mode` are SQL over g and $3 (first id). */
+/** Inserts jobs g = from..to of a kind; `sql` gives customer and mode over g and first.id (the first customer). */
 async function insertJobs(
   db: Database,
   prefix: string,
@@ -55,11 +51,11 @@ async function insertJobs(
   await db.query(
     `insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, total, hold_day,
                        rate_micros, hold_included, hold_wallet, created_at, started_at, finished_at)
-     select $5 || g, ${sql}, 'k' || $5 || g, true, $4, 'codes', '5123456789', 1, $1::date,
+     select $4 || g, ${sql}, 'k' || $4 || g, true, $3, 'codes', '5123456789', 1, $1::date,
             1000, 1, 0, $1::timestamptz + g * interval '1 millisecond',
-            case when $4 = 'completed' then $1::timestamptz end, case when $4 = 'completed' then $1::timestamptz end
-       from generate_series($2::int, $6::int) g`,
-    [NOW, from, firstCustomer, status, prefix, to],
+            case when $3 = 'completed' then $1::timestamptz end, case when $3 = 'completed' then $1::timestamptz end
+       from generate_series($2::int, $5::int) g, (select min(id) as id from customers) first`,
+    [NOW, from, status, prefix, to],
   );
 }
 
@@ -81,10 +77,9 @@ async function benchOne(name: string, db: Database) {
     `insert into customers (name, created_at) select 'bench ' || g, $1 from generate_series(1, $2) g`,
     [NOW, customers],
   );
-  firstCustomer = (await db.query<{ id: number }>('select min(id)::int as id from customers')).rows[0]!.id;
   // The flooder's history: finished jobs, which no claim may have to read.
   for (let from = 1; from <= history; from += 20_000)
-    await insertJobs(db, 'done', from, Math.min(history, from + 19_999), 'completed', `$3::bigint, 'test'`);
+    await insertJobs(db, 'done', from, Math.min(history, from + 19_999), 'completed', `first.id, 'test'`);
   const deps = { db, clock: { now: () => new Date() } } as unknown as RedeemDeps;
   // The plain claim: the oldest queued job, whoever's it is.
   const oldestFirst = () =>
@@ -115,7 +110,7 @@ async function benchOne(name: string, db: Database) {
       1,
       size,
       'queued',
-      `$3::bigint + case when g % 10 = 0 then 1 + g % ${customers - 1} else 0 end, case when g % 50 = 0 then 'live' else 'test' end`,
+      `first.id + case when g % 10 = 0 then 1 + g % ${customers - 1} else 0 end, case when g % 50 = 0 then 'live' else 'test' end`,
     );
     await db.exec('analyze jobs');
     // Warm-up (plans, caches, every customer's first turn), then the same queue for both.
@@ -133,20 +128,4 @@ async function benchOne(name: string, db: Database) {
   }
 }
 
-if (values.postgres) {
-  const db = await openPostgres(values.postgres);
-  try {
-    await benchOne('postgres', db);
-  } finally {
-    await db.close();
-  }
-} else {
-  const dir = mkdtempSync(join(tmpdir(), 'rg-bench-claims-'));
-  const db = await openPglite(dir);
-  try {
-    await benchOne('pglite', db);
-  } finally {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+await withBenchDatabase(values.postgres, 'rg-bench-claims-', benchOne);

@@ -6,14 +6,12 @@
 //   npm run bench:usage                         # embedded PGlite in a temporary directory
 //   npm run bench:usage -- --postgres=URL       # a THROWAWAY PostgreSQL database (it is filled)
 //   npm run bench:usage -- --codes=200000 --customers=50
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { rollUpUsage, usageBuckets, usageFromRows } from '../src/core/usage.ts';
-import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
+import type { Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { withBenchDatabase } from './database.ts';
 
 const { values } = parseArgs({
   options: {
@@ -153,20 +151,4 @@ async function benchOne(name: string, db: Database) {
     );
 }
 
-if (values.postgres) {
-  const db = await openPostgres(values.postgres);
-  try {
-    await benchOne('postgres', db);
-  } finally {
-    await db.close();
-  }
-} else {
-  const dir = mkdtempSync(join(tmpdir(), 'rg-bench-usage-'));
-  const db = await openPglite(dir);
-  try {
-    await benchOne('pglite', db);
-  } finally {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+await withBenchDatabase(values.postgres, 'rg-bench-usage-', benchOne);
