@@ -36,7 +36,7 @@ Options (defaults in brackets):
   --help
 `;
 
-/** The job worker's defaults (src/core/job-worker.ts, src/core/redeem.ts CODE_CONCURRENCY). */
+/** The job worker's defaults (src/core/jobs/worker.ts, src/core/redeem/start.ts CODE_CONCURRENCY). */
 const JOBS_PER_PROCESS = 4;
 const CODES_PER_JOB = 5;
 

@@ -1,4 +1,4 @@
-// Job claims at scale (contract 12.5): the fair claim (claimJob in src/core/job-states.ts: live
+// Job claims at scale (contract 12.5): the fair claim (claimJob in src/core/jobs/states.ts: live
 // before test, fewest running, least recently served customer, oldest job) against the plain
 // oldest-first claim (the baseline, one index probe), timed in the same run on the same queue.
 // One customer floods (90 % of the queue, and 100,000 finished jobs of history); the rest of the
@@ -10,8 +10,8 @@
 //   npm run bench:claims -- --sizes=1000,10000,50000 --customers=50 --claims=40
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { claimJob } from '../src/core/job-states.ts';
-import type { RedeemDeps } from '../src/core/redeem-deps.ts';
+import { claimJob } from '../src/core/jobs/states.ts';
+import type { RedeemDeps } from '../src/core/redeem/deps.ts';
 import type { Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { withBenchDatabase } from './database.ts';

@@ -10,10 +10,10 @@
 // Prints "listening <port>".
 import Fastify from 'fastify';
 import pg from 'pg';
-import { loadKeyAccountState, meView, today } from '../src/core/accounts.ts';
+import { loadKeyAccountState, meView, today } from '../src/core/accounts/accounts.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { newRequestId } from '../src/core/ids.ts';
-import { sha256Hex } from '../src/core/keys.ts';
+import { sha256Hex } from '../src/core/keys/keys.ts';
 import type { Queryable } from '../src/db/database.ts';
 import { EVERY_RESPONSE_HEADERS, setAccountHeaders } from '../src/http/headers.ts';
 

@@ -8,7 +8,7 @@
 //   npm run bench:usage -- --codes=200000 --customers=50
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { rollUpUsage, usageBuckets, usageFromRows } from '../src/core/usage.ts';
+import { rollUpUsage, usageBuckets, usageFromRows } from '../src/core/accounts/usage.ts';
 import type { Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { withBenchDatabase } from './database.ts';

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { adminMain } from '../src/cli/admin.ts';
-import { usageFromRows } from '../src/core/usage.ts';
+import { usageFromRows } from '../src/core/accounts/usage.ts';
 import { ADMIN_TOKEN, adminCall, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { redeem, uniqueCode } from './helpers/redeem.ts';
 

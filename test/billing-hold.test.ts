@@ -4,7 +4,7 @@
 // today's usage) and request counts; each case runs in a transaction that is rolled back.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createCustomer, setPlan, setSubscription } from '../src/core/accounts.ts';
+import { createCustomer, setPlan, setSubscription } from '../src/core/accounts/accounts.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 
 let t: TestApp;

@@ -13,8 +13,8 @@ import {
   maskCode,
   normaliseCode,
   storedCodeLength,
-} from '../src/core/code-crypto.ts';
-import { stockCode } from '../src/core/stock.ts';
+} from '../src/core/crypto/code-crypto.ts';
+import { stockCode } from '../src/core/stock/stock.ts';
 import { createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { addStock, redeem, uniqueCode } from './helpers/redeem.ts';
 

@@ -9,9 +9,9 @@
 // Only this file's database is touched: other test files and helpers share the server.
 import pg from 'pg';
 import { afterAll, expect, test } from 'vitest';
-import { createUpstreamSim, type UpstreamSim } from '../src/activators/upstream-sim.ts';
-import { codeHash } from '../src/core/code-crypto.ts';
+import { codeHash } from '../src/core/crypto/code-crypto.ts';
 import { type Database, openPostgres } from '../src/db/database.ts';
+import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { onPostgres } from './helpers/db.ts';
 import { checkInvariants, type KnownCode } from './helpers/invariants.ts';
 import { adminHttp, type ServerProcess, serverProcesses, TEST_CODE_KEY } from './helpers/process.ts';

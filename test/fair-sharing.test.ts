@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createFairSemaphore } from '../src/activators/fair-semaphore.ts';
 import { createSandboxActivator } from '../src/activators/sandbox.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { claimJob } from '../src/core/job-states.ts';
-import { type JobWorker, runJob, startJobWorker } from '../src/core/job-worker.ts';
+import { claimJob } from '../src/core/jobs/states.ts';
+import { type JobWorker, runJob, startJobWorker } from '../src/core/jobs/worker.ts';
 import { createMerchant, createTestApp, issueTestKey, type Merchant, type TestApp } from './helpers/app.ts';
 import { redeem, uniqueCode } from './helpers/redeem.ts';
 

@@ -5,7 +5,7 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { parseRedeemRequest } from '../src/core/redeem-request.ts';
+import { parseRedeemRequest } from '../src/core/redeem/request.ts';
 import { redactQueryValues } from '../src/logger.ts';
 import {
   ADMIN_TOKEN,

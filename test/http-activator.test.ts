@@ -10,7 +10,7 @@ import {
   type HttpActivator,
   type HttpActivatorOptions,
 } from '../src/activators/http.ts';
-import { createUpstreamSim, type UpstreamSim } from '../src/activators/upstream-sim.ts';
+import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { freePort } from './helpers/process.ts';
 
 const KEY = 'activator-test-key-0123456789';

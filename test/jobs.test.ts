@@ -1,7 +1,7 @@
 // Async redeems and GET /v1/jobs/{id} (contract sections 3 "Async", 4 and 5).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { claimJob } from '../src/core/job-states.ts';
-import { runJob } from '../src/core/job-worker.ts';
+import { claimJob } from '../src/core/jobs/states.ts';
+import { runJob } from '../src/core/jobs/worker.ts';
 import {
   ADMIN_TOKEN,
   bearer,

@@ -1,4 +1,4 @@
-// The in-process key cache (src/core/key-cache.ts) never delays a revocation or a disabled
+// The in-process key cache (src/core/keys/key-cache.ts) never delays a revocation or a disabled
 // customer: GET /v1/me and POST /v1/redeem of a cached key run their own statement first, and
 // that statement reads both again. Revoked through this process, by hand in SQL, or through
 // another process: seen at once, answered in the contract's order.

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createUpstreamSim, type UpstreamSim } from '../src/activators/upstream-sim.ts';
-import { maskCode } from '../src/core/code-crypto.ts';
+import { maskCode } from '../src/core/crypto/code-crypto.ts';
+import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { adminHttp, type ServerProcess, startServerProcess } from './helpers/process.ts';
 
 const SIM_KEY = 'live-sim-key-0123456789abcdef';

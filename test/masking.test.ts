@@ -5,15 +5,15 @@
 // returned to stock) reveals no code.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
-import { maskCode } from '../src/core/code-crypto.ts';
+import { maskCode } from '../src/core/crypto/code-crypto.ts';
 import { newRequestId } from '../src/core/ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../src/core/instance.ts';
-import { finishAsyncJob } from '../src/core/job-states.ts';
-import { loadJobWithCodes } from '../src/core/jobs.ts';
-import { settleStoppedJob } from '../src/core/recovery.ts';
-import { startRedeem } from '../src/core/redeem.ts';
-import { parseRedeemRequest, requestFingerprint } from '../src/core/redeem-request.ts';
-import { executeJob, recordOutcome } from '../src/core/redeem-run.ts';
+import { loadJobWithCodes } from '../src/core/jobs/jobs.ts';
+import { settleStoppedJob } from '../src/core/jobs/recovery.ts';
+import { finishAsyncJob } from '../src/core/jobs/states.ts';
+import { parseRedeemRequest, requestFingerprint } from '../src/core/redeem/request.ts';
+import { executeJob, recordOutcome } from '../src/core/redeem/run.ts';
+import { startRedeem } from '../src/core/redeem/start.ts';
 import { deliverDueEvents } from '../src/core/webhooks/delivery.ts';
 import { registerWebhook } from '../src/core/webhooks/registration.ts';
 import type { LookupFn } from '../src/core/webhooks/url-guard.ts';

@@ -6,10 +6,10 @@
 // whose transaction rolled back not being counted.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createUpstreamSim, type UpstreamSim } from '../src/activators/upstream-sim.ts';
-import { loadJob, loadJobCodes } from '../src/core/jobs.ts';
-import { recordOutcome } from '../src/core/redeem-run.ts';
+import { loadJob, loadJobCodes } from '../src/core/jobs/jobs.ts';
+import { recordOutcome } from '../src/core/redeem/run.ts';
 import { openPglite } from '../src/db/database.ts';
+import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { createMetrics } from '../src/metrics/registry.ts';
 import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { onPostgres } from './helpers/db.ts';

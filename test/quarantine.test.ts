@@ -2,9 +2,9 @@
 // as code_used, unused stock goes back to stock, and the caller's recorded answer never changes.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createHttpActivator } from '../src/activators/http.ts';
-import { createUpstreamSim } from '../src/activators/upstream-sim.ts';
-import { codeHash } from '../src/core/code-crypto.ts';
-import { checkQuarantined } from '../src/core/quarantine.ts';
+import { checkQuarantined } from '../src/core/billing/quarantine.ts';
+import { codeHash } from '../src/core/crypto/code-crypto.ts';
+import { createUpstreamSim } from '../src/dev/upstream-sim.ts';
 import { buildPublicApp } from '../src/http/public-app.ts';
 import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';

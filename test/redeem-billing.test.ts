@@ -1,7 +1,7 @@
 // Billing of sync redeems (contract section 2): include first, then the wallet; refunds give back
 // wallet requests first; refusals hold nothing; counters reset at 00:00 UTC.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { maskCode } from '../src/core/code-crypto.ts';
+import { maskCode } from '../src/core/crypto/code-crypto.ts';
 import { createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 

@@ -1,7 +1,7 @@
 // Property-based tests of POST /v1/redeem validation (DESIGN house style 10). Random bodies, built
 // from the request table's field names with values of every type, are sent with a fresh
 // Idempotency-Key and checked against an oracle written from contract section 3 ("Request errors,
-// checked in this order"), independent of src/core/redeem-request.ts. Whatever the body: a 2xx or
+// checked in this order"), independent of src/core/redeem/request.ts. Whatever the body: a 2xx or
 // 4xx with a valid body, never a 5xx.
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';

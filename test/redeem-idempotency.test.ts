@@ -1,7 +1,7 @@
 // Idempotency of POST /v1/redeem (contract section 5) and concurrency (section 3).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { maskCode } from '../src/core/code-crypto.ts';
-import { purgeExpiredKeys } from '../src/core/idempotency-keys.ts';
+import { maskCode } from '../src/core/crypto/code-crypto.ts';
+import { purgeExpiredKeys } from '../src/core/redeem/idempotency-keys.ts';
 import { createMerchant, createTestApp, issueTestKey, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 

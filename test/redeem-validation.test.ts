@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { maskCode } from '../src/core/code-crypto.ts';
+import { maskCode } from '../src/core/crypto/code-crypto.ts';
 import {
   adminCall,
   bearer,

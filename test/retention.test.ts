@@ -5,10 +5,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { isoUtc, ManualClock } from '../src/core/clock.ts';
-import { maskCode } from '../src/core/code-crypto.ts';
-import { startRedeem } from '../src/core/redeem.ts';
-import { parseRedeemRequest, requestFingerprint } from '../src/core/redeem-request.ts';
-import { sweepRetention } from '../src/core/retention.ts';
+import { maskCode } from '../src/core/crypto/code-crypto.ts';
+import { parseRedeemRequest, requestFingerprint } from '../src/core/redeem/request.ts';
+import { startRedeem } from '../src/core/redeem/start.ts';
+import { sweepRetention } from '../src/core/sweeper/retention.ts';
 import { deliverDueEvents } from '../src/core/webhooks/delivery.ts';
 import { registerWebhook } from '../src/core/webhooks/registration.ts';
 import type { LookupFn } from '../src/core/webhooks/url-guard.ts';

@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { createUpstreamSim, type FaultRule, type UpstreamSim } from '../src/activators/upstream-sim.ts';
-import { codeHash } from '../src/core/code-crypto.ts';
+import { codeHash } from '../src/core/crypto/code-crypto.ts';
 import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
+import { createUpstreamSim, type FaultRule, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { checkInvariants, type KnownCode } from './helpers/invariants.ts';
 import { adminHttp, type ServerProcess, startServerProcess, TEST_CODE_KEY } from './helpers/process.ts';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { CATALOG_UC } from '../src/core/catalog.ts';
-import { chooseForUc, MAX_CODES, ucPossible } from '../src/core/stock-chooser.ts';
+import { CATALOG_UC } from '../src/core/stock/catalog.ts';
+import { chooseForUc, MAX_CODES, ucPossible } from '../src/core/stock/chooser.ts';
 
 type Counts = number[]; // per catalog category, catalog order
 

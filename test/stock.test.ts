@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CATALOG_UC } from '../src/core/catalog.ts';
-import { codeHash } from '../src/core/code-crypto.ts';
+import { codeHash } from '../src/core/crypto/code-crypto.ts';
+import { CATALOG_UC } from '../src/core/stock/catalog.ts';
 import {
   importStock,
   type ReservedCode,
@@ -11,7 +11,7 @@ import {
   setStockState,
   stockCode,
   stockCounts,
-} from '../src/core/stock.ts';
+} from '../src/core/stock/stock.ts';
 import {
   ADMIN_TOKEN,
   adminCall,

@@ -3,8 +3,8 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createUpstreamSim, type UpstreamSim } from '../src/activators/upstream-sim.ts';
 import { parseSimArgs } from '../src/cli/upstream-sim.ts';
+import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 
 const KEY = 'sim-test-key-0123456789';
 let sim: UpstreamSim;

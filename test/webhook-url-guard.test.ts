@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decryptSecret } from '../src/core/code-crypto.ts';
+import { decryptSecret } from '../src/core/crypto/code-crypto.ts';
 import { SIGNATURE_NOTE } from '../src/core/webhooks/registration.ts';
 import { configureWebhookResolver, type WebhookResolver } from '../src/core/webhooks/resolver.ts';
 import { checkSignature, signatureHeader, verifySignature } from '../src/core/webhooks/signing.ts';

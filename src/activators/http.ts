@@ -11,8 +11,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type Dispatcher, Pool } from 'undici';
-import { CATALOG_UC } from '../core/catalog.ts';
-import type { ActivationOutcome, Activator, CodeStatus } from './activator.ts';
+import type { ActivationOutcome, Activator, CodeStatus } from '../core/redeem/activator.ts';
+import { CATALOG_UC } from '../core/stock/catalog.ts';
 import { createFairSemaphore } from './fair-semaphore.ts';
 
 export interface HttpActivatorOptions {

@@ -1,11 +1,11 @@
 // The sandbox activator (contract section 9): deterministic, no network. Its memory of activated
 // codes lives in the sandbox_redemptions table, per mode, keyed by the code's keyed hash.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CATALOG_UC } from '../core/catalog.ts';
 import type { Clock } from '../core/clock.ts';
-import { codeHash } from '../core/code-crypto.ts';
+import { codeHash } from '../core/crypto/code-crypto.ts';
+import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
+import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Queryable } from '../db/database.ts';
-import type { ActivationOutcome, Activator } from './activator.ts';
 
 export const SANDBOX_SLOW_MS = 2000;
 

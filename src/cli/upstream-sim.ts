@@ -1,7 +1,7 @@
 // `redeem-gateway upstream-sim`: runs the upstream simulator (docs/upstream-protocol.md) until
 // SIGINT or SIGTERM.
 import { parseArgs } from 'node:util';
-import { createUpstreamSim, type FaultKind, type FaultRule } from '../activators/upstream-sim.ts';
+import { createUpstreamSim, type FaultKind, type FaultRule } from '../dev/upstream-sim.ts';
 
 export const UPSTREAM_SIM_HELP = `redeem-gateway upstream-sim [options]
 

@@ -2,8 +2,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { createSessionStore, type SessionStore, sessionAuthorizes } from '../console/session.ts';
+import type { AppContext } from '../core/context.ts';
+import { ApiError } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
-import { sha256Hex } from '../core/keys.ts';
+import { sha256Hex } from '../core/keys/keys.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import { registerConsoleRoutes } from '../routes/admin/console.ts';
 import { registerAdminCustomerRoutes } from '../routes/admin/customers.ts';
@@ -14,8 +16,6 @@ import { registerAdminQuarantineRoutes } from '../routes/admin/quarantine.ts';
 import { registerAdminStockRoutes } from '../routes/admin/stock.ts';
 import { registerAdminUsageRoutes } from '../routes/admin/usage.ts';
 import { bearerToken } from './auth.ts';
-import type { AppContext } from './context.ts';
-import { ApiError } from './errors.ts';
 import {
   BODY_LIMIT,
   clientErrorHandler,

@@ -1,7 +1,8 @@
 // API key authentication (contract section 1), in the contract's order of answers.
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
-import type { KeyCache } from '../core/key-cache.ts';
+import { ApiError } from '../core/errors.ts';
+import type { KeyCache } from '../core/keys/key-cache.ts';
 import {
   API_KEY_PATTERN,
   findKeyByDigest,
@@ -9,9 +10,8 @@ import {
   type KeyRecord,
   type Scope,
   sha256Hex,
-} from '../core/keys.ts';
+} from '../core/keys/keys.ts';
 import type { Queryable } from '../db/database.ts';
-import { ApiError } from './errors.ts';
 
 /** What a route needs: any valid key, one scope, or one of several scopes. */
 export type ScopeRule = 'any' | Scope | readonly Scope[];

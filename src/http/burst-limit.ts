@@ -2,8 +2,8 @@
 // POST /v1/redeem only). It runs as an onRequest hook registered after authentication, so it
 // counts identified keys only and answers before the body is read or validated.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type BurstSlot, peekBurstSlot, rateLimitedError, takeBurstSlot } from '../core/burst-limit.ts';
-import type { AppContext } from './context.ts';
+import type { AppContext } from '../core/context.ts';
+import { type BurstSlot, peekBurstSlot, rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 
 export function installBurstLimit(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'clock'>): void {
   app.addHook('onRequest', async (request, reply) => {

@@ -4,8 +4,8 @@
 // connection. It sits in front of Fastify's own handler, so Fastify's closing answer (a bare 503
 // without our body or headers) is never sent.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { errorBody } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
-import { errorBody } from './errors.ts';
 
 export interface Draining {
   /** From now on new requests get 503 unavailable and their connection closed. */

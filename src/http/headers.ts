@@ -1,8 +1,8 @@
 // The service's own response headers (contract section 8), in one place both the apps and the
 // routes import: the API version every answer carries, and the quota and balance headers of an
 // identified key.
-import { remainingToday, spendableMicros } from '../core/accounts.ts';
-import { formatUsd } from '../core/money.ts';
+import { remainingToday, spendableMicros } from '../core/accounts/accounts.ts';
+import { formatUsd } from '../core/billing/money.ts';
 
 export const API_VERSION = '1.0.0';
 

@@ -8,12 +8,12 @@
 // A request answered before that statement runs (a 413, a malformed body) gets both checks
 // first, in the contract's order, from `settle` (the route's validation and the error handler).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { rateLimitedError, takeBurstSlot } from '../core/burst-limit.ts';
-import { createKeyCache, type KeyFacts } from '../core/key-cache.ts';
-import { ipAllowed, type KeyRecord } from '../core/keys.ts';
+import type { AppContext } from '../core/context.ts';
+import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
+import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
+import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
 import { authenticate, authorize, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
 import { installBurstLimit, setBurstHeadersUncounted, setRateLimitHeaders } from './burst-limit.ts';
-import type { AppContext } from './context.ts';
 
 export interface KeyChecks {
   /** Authenticates the request's key by a query and authorizes it (throws the refusal). */

@@ -4,7 +4,6 @@
 
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { newRequestId } from '../core/ids.ts';
 import {
   ApiError,
   DatabaseUnavailableError,
@@ -13,7 +12,8 @@ import {
   errorBody,
   knownError,
   markDatabaseAway,
-} from './errors.ts';
+} from '../core/errors.ts';
+import { newRequestId } from '../core/ids.ts';
 
 export const BODY_LIMIT = 262_144;
 

@@ -1,8 +1,10 @@
 // The public API: built by a function that never listens (tests use inject and real listeners).
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { loadAccountState, today } from '../core/accounts.ts';
+import { loadAccountState, today } from '../core/accounts/accounts.ts';
+import type { AppContext } from '../core/context.ts';
+import { isDatabaseAwayAnswer } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
-import type { KeyRecord } from '../core/keys.ts';
+import type { KeyRecord } from '../core/keys/keys.ts';
 import { isConnectionError } from '../db/database.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import { registerDocsRoutes } from '../routes/docs.ts';
@@ -13,8 +15,6 @@ import { registerOpenApiRoutes } from '../routes/openapi.ts';
 import { registerRedeemRoutes } from '../routes/redeem.ts';
 import { registerStockRoutes } from '../routes/stock.ts';
 import { registerWebhookRoutes } from '../routes/webhook.ts';
-import type { AppContext } from './context.ts';
-import { isDatabaseAwayAnswer } from './errors.ts';
 import { API_VERSION, EVERY_RESPONSE_HEADERS, setAccountHeaders } from './headers.ts';
 import { installKeyChecks, type KeyChecks } from './key-checks.ts';
 import {

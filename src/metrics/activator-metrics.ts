@@ -1,7 +1,8 @@
 // Activator calls by result and latency, and the circuit breaker's state (contract 12.8): a
 // decorator around any Activator, so neither the sandbox nor the http client knows about metrics.
-import type { ActivationOutcome, Activator } from '../activators/activator.ts';
+
 import type { BreakerState } from '../activators/http.ts';
+import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import type { Metrics } from './registry.ts';
 
 /** The result label of an activation: its status, `unknown` when it may have been consumed. */

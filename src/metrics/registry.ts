@@ -6,10 +6,10 @@
 // No customer id, key, code, job id, raw URL or error message is ever a label: each would make a
 // new series per value, and some are secrets.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ActivationStatus } from '../activators/activator.ts';
 import type { BreakerState } from '../activators/http.ts';
-import type { Mode } from '../core/accounts.ts';
-import type { Disposition } from '../core/jobs.ts';
+import type { Mode } from '../core/accounts/accounts.ts';
+import type { Disposition } from '../core/jobs/jobs.ts';
+import type { ActivationStatus } from '../core/redeem/activator.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 
 export type Listener = 'public' | 'admin';

@@ -4,14 +4,15 @@
 // document that publishes them, from the constants the code itself uses (limits, formats, the
 // catalog, the error table). The test suite checks every response it receives against them,
 // closed (no undocumented field), so a change of shape without a change here fails a test.
-import { CATEGORIES } from '../core/catalog.ts';
-import { CODE_FORMAT, MAX_CODES } from '../core/redeem-request.ts';
-import { ERROR_STATUS } from '../http/errors.ts';
+
+import { ERROR_STATUS } from '../core/errors.ts';
+import { CODE_FORMAT, MAX_CODES } from '../core/redeem/request.ts';
+import { CATEGORIES } from '../core/stock/catalog.ts';
 
 export type JsonSchema = Record<string, unknown>;
 
 /**
- * Every error_code with its HTTP status. The error table of src/http/errors.ts, plus the codes
+ * Every error_code with its HTTP status. The error table of src/core/errors.ts, plus the codes
  * of contract section 12 whose server side other changes bring (harmless once they are there).
  */
 export const DOCUMENTED_ERROR_STATUS: Record<string, number> = {

@@ -1,8 +1,8 @@
 // GET /v1/health: no key, not billed; 503 unavailable when the database does not answer.
 import type { FastifyInstance } from 'fastify';
 import { isoUtc } from '../core/clock.ts';
-import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
+import type { AppContext } from '../core/context.ts';
+import { ApiError } from '../core/errors.ts';
 import { API_VERSION } from '../http/headers.ts';
 
 const DB_CHECK_TIMEOUT_MS = 2000;

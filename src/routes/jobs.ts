@@ -3,12 +3,12 @@
 // with its codes, the key's revocation and the customer's account (so a key cached by the auth
 // hook is checked again here, and the quota headers come from the same row).
 import type { FastifyInstance } from 'fastify';
-import { accountStateFrom, today } from '../core/accounts.ts';
-import { jobView } from '../core/job-view.ts';
-import { loadKeyJob } from '../core/jobs.ts';
+import { accountStateFrom, today } from '../core/accounts/accounts.ts';
+import type { AppContext } from '../core/context.ts';
+import { ApiError } from '../core/errors.ts';
+import { loadKeyJob } from '../core/jobs/jobs.ts';
+import { jobView } from '../core/jobs/view.ts';
 import { authorize, checkKeyState, type ScopeRule } from '../http/auth.ts';
-import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
 import { setAccountHeaders } from '../http/headers.ts';
 
 const SCOPES: ScopeRule = ['read', 'redeem'];

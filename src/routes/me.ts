@@ -2,10 +2,10 @@
 // One statement answers it: the account, with the key's revocation and the customer's state, so a
 // key cached by the auth hook is checked again here, and the quota headers come from the same row.
 import type { FastifyInstance } from 'fastify';
-import { loadKeyAccountState, meView, today } from '../core/accounts.ts';
+import { loadKeyAccountState, meView, today } from '../core/accounts/accounts.ts';
+import type { AppContext } from '../core/context.ts';
+import { ApiError } from '../core/errors.ts';
 import { authorize, checkKeyState } from '../http/auth.ts';
-import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
 import { setAccountHeaders } from '../http/headers.ts';
 
 export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {

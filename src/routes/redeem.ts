@@ -1,12 +1,12 @@
 // POST /v1/redeem (contract section 3): validation in the contract's order, then one call into
-// core (core/redeem-answer.ts). The key's re-check and its burst slot are taken by that call's
+// core (core/redeem/answer.ts). The key's re-check and its burst slot are taken by that call's
 // first statement; a request refused before it gets them from KeyChecks.settle first.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { answerRedeem, type RedeemAnswer, type RedeemInput } from '../core/redeem-answer.ts';
-import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem-request.ts';
+import type { AppContext } from '../core/context.ts';
+import { ApiError } from '../core/errors.ts';
+import { answerRedeem, type RedeemAnswer, type RedeemInput } from '../core/redeem/answer.ts';
+import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem/request.ts';
 import { setRateLimitHeaders } from '../http/burst-limit.ts';
-import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
 import { setAccountHeaders } from '../http/headers.ts';
 import type { KeyChecks } from '../http/key-checks.ts';
 

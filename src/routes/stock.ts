@@ -1,8 +1,8 @@
 // GET /v1/stock (contract section 8): the calling key's stock in its mode, every catalog category
 // listed, zero counts included. Needs the `read` scope. Not billed.
 import type { FastifyInstance } from 'fastify';
-import { stockSummary } from '../core/stock.ts';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../core/context.ts';
+import { stockSummary } from '../core/stock/stock.ts';
 
 export function registerStockRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get('/v1/stock', { config: { auth: 'read' } }, async (request) => {

@@ -1,8 +1,8 @@
 // POST /v1/webhook (contract section 7): registers or replaces the caller's webhook for its
 // key's mode. Not billed. There is no GET: the secret is shown only in this answer.
 import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../core/context.ts';
 import { registerWebhook, SIGNATURE_NOTE } from '../core/webhooks/registration.ts';
-import type { AppContext } from '../http/context.ts';
 
 export function registerWebhookRoutes(app: FastifyInstance, ctx: AppContext) {
   app.post('/v1/webhook', { config: { auth: 'redeem' } }, async (request) => {

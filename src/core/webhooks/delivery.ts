@@ -7,11 +7,11 @@
 import type { LookupAddress } from 'node:dns';
 import { Agent, request } from 'undici';
 import type { Queryable } from '../../db/database.ts';
-import type { AppContext } from '../../http/context.ts';
 import { redactQueryValues } from '../../logger.ts';
-import type { Mode } from '../accounts.ts';
+import type { Mode } from '../accounts/accounts.ts';
 import { startBackgroundLoop } from '../background-loop.ts';
-import { type JobEvent, jobEventData } from '../job-view.ts';
+import type { AppContext } from '../context.ts';
+import { type JobEvent, jobEventData } from '../jobs/view.ts';
 import { loadRegistration } from './registration.ts';
 import { signatureHeader } from './signing.ts';
 import {

@@ -4,7 +4,7 @@
 // metadata endpoint (SSRF). Only plain public unicast addresses pass, unless the operator allows
 // private targets for development. The cloud metadata endpoints stay refused even then.
 import ipaddr from 'ipaddr.js';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import { type LookupFn, type ResolvedAddress, webhookLookup } from './resolver.ts';
 
 export type { LookupFn, ResolvedAddress };

@@ -10,9 +10,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { cookieValue, SESSION_COOKIE, type SessionStore, sameOriginRequest } from '../../console/session.ts';
 import { isoUtc } from '../../core/clock.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
 import { sameSecret } from '../../http/admin-app.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
 import { parseBody } from './validation.ts';
 
 const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../console');

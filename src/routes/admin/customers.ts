@@ -12,15 +12,15 @@ import {
   setSubscription,
   subscriptionView,
   today,
-} from '../../core/accounts.ts';
-import { ledgerPage, listCustomers } from '../../core/admin-lists.ts';
+} from '../../core/accounts/accounts.ts';
+import { ledgerPage, listCustomers } from '../../core/accounts/admin-lists.ts';
+import { parseUsd, usdNumber } from '../../core/billing/money.ts';
+import { appendLedger, walletSummary } from '../../core/billing/wallet.ts';
 import { isoUtc } from '../../core/clock.ts';
-import { issueKey, isValidAllowEntry, listKeys, revokeKey, SCOPES } from '../../core/keys.ts';
-import { parseUsd, usdNumber } from '../../core/money.ts';
-import { stockSummary } from '../../core/stock.ts';
-import { appendLedger, walletSummary } from '../../core/wallet.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
+import { issueKey, isValidAllowEntry, listKeys, revokeKey, SCOPES } from '../../core/keys/keys.ts';
+import { stockSummary } from '../../core/stock/stock.ts';
 import { idCursor, limitParam, parseQuery } from './query.ts';
 import { customerIdParam, isoTimestamp, modeSchema, parseBody } from './validation.ts';
 

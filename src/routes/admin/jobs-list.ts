@@ -2,9 +2,9 @@
 // creation time, a page at a time. GET /admin/v1/jobs/{id} (jobs.ts) shows one in full.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { listJobs } from '../../core/admin-lists.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
+import { listJobs } from '../../core/accounts/admin-lists.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
 import { cursorParam, customerIdQuery, isoQuery, limitParam, parseQuery } from './query.ts';
 import { modeSchema } from './validation.ts';
 

@@ -3,9 +3,9 @@
 // deliveries (kept RETENTION_DAYS, 12.2).
 import type { FastifyInstance } from 'fastify';
 import { isoUtc } from '../../core/clock.ts';
-import { loadJob, loadJobCodes } from '../../core/jobs.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
+import { loadJob, loadJobCodes } from '../../core/jobs/jobs.ts';
 
 const iso = (d: Date | null) => (d ? isoUtc(d) : null);
 

@@ -1,7 +1,7 @@
 // GET /metrics on the admin listener (contract 12.8): the process's registry in the Prometheus
 // text format. The admin listener's token check covers it like every admin route.
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../http/context.ts';
+import type { AppContext } from '../../core/context.ts';
 
 export function registerAdminMetricsRoute(app: FastifyInstance, ctx: AppContext) {
   app.get('/metrics', async (_request, reply) => {

@@ -7,9 +7,9 @@ import {
   listQuarantined,
   quarantinedView,
   settleQuarantined,
-} from '../../core/quarantine.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
+} from '../../core/billing/quarantine.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
 import { customerIdParam, modeSchema, parseBody } from './validation.ts';
 
 const settleBody = z.strictObject({ outcome: z.enum(['used', 'unused']) });

@@ -1,8 +1,8 @@
 // Query-string validation of the admin list endpoints: one strict schema per endpoint (an
 // unknown or repeated parameter is 400 bad_request naming it), and the pieces they share.
 import { z } from 'zod';
-import { decodeCursor } from '../../core/admin-lists.ts';
-import { ApiError } from '../../http/errors.ts';
+import { decodeCursor } from '../../core/accounts/admin-lists.ts';
+import { ApiError } from '../../core/errors.ts';
 
 export const limitParam = (max: number, fallback: number) =>
   z

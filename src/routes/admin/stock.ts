@@ -2,11 +2,11 @@
 // customer's stock. The answer counts codes only; the codes themselves are never echoed or logged.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { customerExists } from '../../core/accounts.ts';
-import { CATEGORIES } from '../../core/catalog.ts';
-import { importStock } from '../../core/stock.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
+import { customerExists } from '../../core/accounts/accounts.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
+import { CATEGORIES } from '../../core/stock/catalog.ts';
+import { importStock } from '../../core/stock/stock.ts';
 import { customerIdParam, modeSchema, parseBody } from './validation.ts';
 
 /** Codes in one import, at most (a larger stock is imported in several calls). */

@@ -2,11 +2,11 @@
 // operator now): the numbers behind the console's overview and a customer's usage plot.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { serviceOverview } from '../../core/accounts/overview.ts';
+import { bucketStart, type Granularity, rollUpUsage, usageBuckets } from '../../core/accounts/usage.ts';
 import { isoUtc } from '../../core/clock.ts';
-import { serviceOverview } from '../../core/overview.ts';
-import { bucketStart, type Granularity, rollUpUsage, usageBuckets } from '../../core/usage.ts';
-import type { AppContext } from '../../http/context.ts';
-import { ApiError } from '../../http/errors.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
 import { customerIdQuery, isoQuery, parseQuery } from './query.ts';
 import { modeSchema } from './validation.ts';
 

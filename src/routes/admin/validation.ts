@@ -1,6 +1,6 @@
 // Shared pieces of admin body validation: zod schemas, and one way to turn a failure into 400.
 import { z } from 'zod';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../core/errors.ts';
 
 export const modeSchema = z.enum(['live', 'test']);
 export const isoTimestamp = z.iso.datetime({ offset: true }).transform((s) => new Date(s));

@@ -1,7 +1,7 @@
 // The operator's overview: what needs attention now (queue, quarantine, webhooks). Each count
 // reads a partial index of unfinished work, so it stays cheap however long the history grows.
-import type { Queryable } from '../db/database.ts';
-import { isoUtc } from './clock.ts';
+import type { Queryable } from '../../db/database.ts';
+import { isoUtc } from '../clock.ts';
 
 export async function serviceOverview(q: Queryable, now: Date) {
   const r = await q.query<{

@@ -15,8 +15,8 @@
 // webhook events, giving the event loop (and, on PGlite, the single connection) back between
 // batches, and at most `maxBatches` of each per call, so one sweep never holds requests up for
 // long; the next sweep goes on where it stopped.
-import type { Database } from '../db/database.ts';
-import type { Clock } from './clock.ts';
+import type { Database } from '../../db/database.ts';
+import type { Clock } from '../clock.ts';
 
 export interface RetentionOptions {
   /** Jobs, or webhook events, per transaction (default 100). */

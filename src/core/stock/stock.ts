@@ -2,13 +2,20 @@
 // reservation for stock redeems. Codes are stored encrypted; a keyed hash makes them unique
 // across every customer and mode. Every function takes the query handle first, so it runs inside
 // or outside the caller's transaction.
-import type { Queryable } from '../db/database.ts';
-import type { Mode } from './accounts.ts';
-import { lockAccount } from './billing.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import { lockAccount } from '../billing/billing.ts';
+import type { Clock } from '../clock.ts';
+import {
+  CODE_PATTERN,
+  codeHash,
+  codeLast4,
+  decryptCode,
+  encryptCode,
+  normaliseCode,
+} from '../crypto/code-crypto.ts';
 import { CATALOG_UC, CATEGORIES, categoryUc, isCategory } from './catalog.ts';
-import type { Clock } from './clock.ts';
-import { CODE_PATTERN, codeHash, codeLast4, decryptCode, encryptCode, normaliseCode } from './code-crypto.ts';
-import { chooseForUc, type Pick } from './stock-chooser.ts';
+import { chooseForUc, type Pick } from './chooser.ts';
 
 export type StockState = 'available' | 'reserved' | 'consumed' | 'deleted' | 'quarantined';
 
@@ -264,7 +271,7 @@ export async function reserveStock(
 }
 
 /**
- * Reserves the fewest available codes whose UC values sum exactly to `uc` (stock-chooser.ts
+ * Reserves the fewest available codes whose UC values sum exactly to `uc` (chooser.ts
  * decides which, largest packs first), or returns null when no combination of the available stock
  * makes it. Result order: largest pack first, codes in id order. The same lock as reserveStock
  * makes the counts the choice is made from exact.

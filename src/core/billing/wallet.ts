@@ -1,8 +1,8 @@
 // The wallet: an append-only ledger per customer and mode. `accounts.balance_micros` caches the
 // ledger's sum and is only ever changed in the transaction that appends the entry.
-import type { Queryable } from '../db/database.ts';
-import type { Mode } from './accounts.ts';
-import type { Clock } from './clock.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import type { Clock } from '../clock.ts';
 import { usdNumber } from './money.ts';
 
 /** Creates the account row of a customer and mode if missing (the billing lock lives there). */

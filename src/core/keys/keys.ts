@@ -2,10 +2,10 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { Queryable } from '../db/database.ts';
-import type { Mode } from './accounts.ts';
-import type { Clock } from './clock.ts';
-import { newApiKey, newKeyId } from './ids.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import type { Clock } from '../clock.ts';
+import { newApiKey, newKeyId } from '../ids.ts';
 
 export const SCOPES = ['redeem', 'read'] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -7,8 +7,8 @@
 // previous one committed. The same statement drops times that left the window, so a row holds
 // at most 30 times and the work per call is bounded. A single statement is its own transaction:
 // one round trip, and the lock is held only for that statement.
-import type { Queryable } from '../db/database.ts';
-import { ApiError } from '../http/errors.ts';
+import type { Queryable } from '../../db/database.ts';
+import { ApiError } from '../errors.ts';
 
 /** Requests accepted per key in any window. */
 export const BURST_LIMIT = 30;

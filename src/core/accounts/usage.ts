@@ -4,9 +4,9 @@
 // is advanced here, by whoever reads usage, never by the redeem path: each step takes the
 // watermark row's lock, adds the codes of the jobs created in [rolled_until, target) and moves
 // the watermark, in one transaction, so two readers never add a job twice.
-import type { Database, Queryable } from '../db/database.ts';
+import type { Database, Queryable } from '../../db/database.ts';
+import { isoUtc } from '../clock.ts';
 import type { Mode } from './accounts.ts';
-import { isoUtc } from './clock.ts';
 
 export type Granularity = 'hour' | 'day';
 

@@ -1,11 +1,11 @@
 // What the HTTP apps and the workers share: database, config, clock, logger, activators.
 import type { Logger } from 'pino';
-import type { Activator } from '../activators/activator.ts';
 import type { Config } from '../config.ts';
-import type { Mode } from '../core/accounts.ts';
-import type { Clock } from '../core/clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import type { Mode } from './accounts/accounts.ts';
+import type { Clock } from './clock.ts';
+import type { Activator } from './redeem/activator.ts';
 
 export interface AppContext {
   db: Database;

@@ -2,11 +2,11 @@
 // when the customer has a webhook registered for that mode (SQL function webhook_event_enqueue,
 // migration 0011, which an async job's finish calls in the same statement). The webhook worker
 // delivers it.
-import type { Queryable } from '../db/database.ts';
-import type { Mode } from './accounts.ts';
-import type { Clock } from './clock.ts';
-import { newEventId } from './ids.ts';
-import type { JobEvent } from './job-view.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import type { Clock } from '../clock.ts';
+import { newEventId } from '../ids.ts';
+import type { JobEvent } from '../jobs/view.ts';
 
 export async function enqueueJobEvent(
   tx: Queryable,

@@ -4,10 +4,10 @@
 // billing_capture_one, billing_release_one, account_lock), so the redeem hot path, recovery and
 // quarantine settlement all run the same code; these are their wrappers. Each takes the
 // transaction that also records the code's outcome.
-import type { Queryable } from '../db/database.ts';
-import { ApiError } from '../http/errors.ts';
-import type { Mode } from './accounts.ts';
-import { type Clock, isoUtc, secondsUntilUtcMidnight } from './clock.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import { type Clock, isoUtc, secondsUntilUtcMidnight } from '../clock.ts';
+import { ApiError } from '../errors.ts';
 
 /** Locks the account row of a customer and mode until the transaction ends (made when missing). */
 export async function lockAccount(tx: Queryable, customerId: number, mode: Mode): Promise<void> {

@@ -6,16 +6,16 @@
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
 
-import { isConnectionError } from '../db/database.ts';
-import { releaseOne } from './billing.ts';
-import { releaseKey } from './idempotency-keys.ts';
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
-import { stopJob, takeOverOrphanedJobs } from './job-states.ts';
+import { isConnectionError } from '../../db/database.ts';
+import { releaseOne } from '../billing/billing.ts';
+import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import type { RedeemDeps } from '../redeem/deps.ts';
+import { releaseKey } from '../redeem/idempotency-keys.ts';
+import { recordOutcome } from '../redeem/run.ts';
+import { setStockState } from '../stock/stock.ts';
+import { enqueueJobEvent } from '../webhooks/events.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
-import type { RedeemDeps } from './redeem-deps.ts';
-import { recordOutcome } from './redeem-run.ts';
-import { setStockState } from './stock.ts';
-import { enqueueJobEvent } from './webhook-events.ts';
+import { stopJob, takeOverOrphanedJobs } from './states.ts';
 
 /**
  * Takes over and settles every job that is running without a live owner: with `all`, every

@@ -1,16 +1,22 @@
 // A redeem as a sequence of atomic phases (DESIGN: the database is the coordinator).
 //   Phase 1 (this file), one commit: burst slot, idempotency key, stock reservation, billing
 //   hold, the job and its codes, the first of them already marked out with the upstream.
-//   Per code and last phase (redeem-run.ts): call the activator outside any transaction, record
+//   Per code and last phase (run.ts): call the activator outside any transaction, record
 //   the outcome with its capture or release in one commit; the commit of a sync job's last
 //   outcome also finishes the job and makes its key replayable.
 // A sync redeem of one code is thus two commits, each one statement calling one SQL function
-// (migration 0011). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
+// (migration 0011). A crash anywhere leaves rows that recovery (core/jobs/recovery.ts) finishes or releases.
 
-import { isConnectionError, type Queryable } from '../db/database.ts';
-import { ApiError } from '../http/errors.ts';
-import { type AccountRow, type AccountState, accountStateFrom } from './accounts.ts';
-import { type BillingRefusal, billingRefusalError } from './billing.ts';
+import { isConnectionError, type Queryable } from '../../db/database.ts';
+import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
+import { type BillingRefusal, billingRefusalError } from '../billing/billing.ts';
+import { utcDay } from '../clock.ts';
+import { codeHash, codeLast4, encryptCode } from '../crypto/code-crypto.ts';
+import { ApiError } from '../errors.ts';
+import { newJobId } from '../ids.ts';
+import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import { type JobRow, loadJob, loadJobCodes } from '../jobs/jobs.ts';
+import { settleUnconfirmedStart } from '../jobs/recovery.ts';
 import {
   BURST_LIMIT,
   BURST_WINDOW_MS,
@@ -18,17 +24,11 @@ import {
   burstSlotFrom,
   rateLimitedError,
   takeBurstSlot,
-} from './burst-limit.ts';
-import { utcDay } from './clock.ts';
-import { codeHash, codeLast4, encryptCode } from './code-crypto.ts';
-import { newJobId } from './ids.ts';
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
-import { type JobRow, loadJob, loadJobCodes } from './jobs.ts';
-import { settleUnconfirmedStart } from './recovery.ts';
-import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from './redeem-deps.ts';
-import type { RedeemRequest } from './redeem-request.ts';
-import type { CodeToRun, RunningJob } from './redeem-run.ts';
-import { type ReservedCode, reserveForUc, reserveStock } from './stock.ts';
+} from '../keys/burst-limit.ts';
+import { type ReservedCode, reserveForUc, reserveStock } from '../stock/stock.ts';
+import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from './deps.ts';
+import type { RedeemRequest } from './request.ts';
+import type { CodeToRun, RunningJob } from './run.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
@@ -215,7 +215,7 @@ export async function startRedeem(
 /**
  * Runs phase 1's commit; when the connection dies under it, whether it committed is unknown, and
  * a job it wrote would hold codes marked `sending` that were never sent: settled in the
- * background once the database answers (recovery.ts settleUnconfirmedStart). The request gets the
+ * background once the database answers (core/jobs/recovery.ts settleUnconfirmedStart). The request gets the
  * connection error (503 unavailable).
  */
 async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Promise<T>): Promise<T> {

@@ -8,12 +8,12 @@
 //   verdict: conflict, in_progress, interrupted, replay, or resume) and redeem_create_job (the
 //   take; an async request's key is taken `done` with its 202 at once), migration 0011;
 // - finish: job_finish_sync, in the same commit as the sync job's last outcome (or finishSyncJob,
-//   core/redeem-run.ts), by primary key: the job names its key;
+//   core/redeem/run.ts), by primary key: the job names its key;
 // - release: below, when a sync job stopped before finishing (a 5xx): a retry with the key
 //   resumes from the recorded outcomes;
 // - purge: below, by the sweeper.
-import type { Queryable } from '../db/database.ts';
-import type { JobRow } from './jobs.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { JobRow } from '../jobs/jobs.ts';
 
 /** Releases the key of a sync job settled as failed or interrupted, if it still points at it. */
 export async function releaseKey(

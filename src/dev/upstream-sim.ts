@@ -10,7 +10,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CATALOG_UC } from '../core/catalog.ts';
+import { CATALOG_UC } from '../core/stock/catalog.ts';
 
 export type FaultKind = 'latency' | 'error' | 'hang' | 'reset' | 'garbage';
 export type FaultStage = 'before' | 'after';

@@ -1,11 +1,11 @@
 // Paged lists for the operator (admin API, console): customers by name or id, jobs by filters,
 // and a customer's wallet ledger. Each page is read by keyset (the last row's sort key), so a
 // page costs the same at the start and deep into a long history.
-import type { Queryable } from '../db/database.ts';
+import type { Queryable } from '../../db/database.ts';
+import { usdNumber } from '../billing/money.ts';
+import { isoUtc } from '../clock.ts';
+import type { JobStatus } from '../jobs/jobs.ts';
 import type { Mode } from './accounts.ts';
-import { isoUtc } from './clock.ts';
-import type { JobStatus } from './jobs.ts';
-import { usdNumber } from './money.ts';
 
 /** A cursor is opaque to clients: base64url of the last row's sort key. */
 export function encodeCursor(parts: (string | number)[]): string {

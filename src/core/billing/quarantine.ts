@@ -3,13 +3,13 @@
 //   used   → the code is gone: a stock code is deleted, and one request is billed, as code_used;
 //   unused → a stock code goes back to stock; a caller code stays kept; nothing is billed.
 // The outcome the caller was answered stays as recorded, so a replay never changes.
-import type { Queryable } from '../db/database.ts';
-import type { Mode } from './accounts.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import { isoUtc } from '../clock.ts';
+import { decryptCode } from '../crypto/code-crypto.ts';
+import type { RedeemDeps } from '../redeem/deps.ts';
+import { setStockState } from '../stock/stock.ts';
 import { lockAccount } from './billing.ts';
-import { isoUtc } from './clock.ts';
-import { decryptCode } from './code-crypto.ts';
-import type { RedeemDeps } from './redeem-deps.ts';
-import { setStockState } from './stock.ts';
 
 /** A first check waits this long after the attempt: a slow upstream may still be working on it. */
 export const FIRST_CHECK_AFTER_MS = 60_000;

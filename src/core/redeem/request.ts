@@ -1,9 +1,9 @@
 // POST /v1/redeem request validation, in the contract's order (section 3, steps 2 to 9), and
 // the idempotency fingerprint (section 5).
 import { createHash } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
-import { isCategory } from './catalog.ts';
-import { ucPossible } from './stock-chooser.ts';
+import { ApiError } from '../errors.ts';
+import { isCategory } from '../stock/catalog.ts';
+import { ucPossible } from '../stock/chooser.ts';
 
 export const MAX_CODES = 50;
 export const CODE_FORMAT = /^[A-Za-z0-9-]{4,64}$/;

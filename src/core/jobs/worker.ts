@@ -1,14 +1,14 @@
 // The async job worker: claims queued jobs from the database (FOR UPDATE SKIP LOCKED, so several
 // processes never run one job twice), fairly across customers (contract 12.5), runs them under a
 // lease, and never crashes the process. Its loop is the shared background loop.
-import { isConnectionError } from '../db/database.ts';
-import { startBackgroundLoop } from './background-loop.ts';
-import { LEASE_MS } from './instance.ts';
-import { claimJob, finishAsyncJob, ownUnrunJobs } from './job-states.ts';
+import { isConnectionError } from '../../db/database.ts';
+import { startBackgroundLoop } from '../background-loop.ts';
+import { LEASE_MS } from '../instance.ts';
+import type { RedeemDeps } from '../redeem/deps.ts';
+import { type ExecuteOptions, executeJob } from '../redeem/run.ts';
 import type { JobWithCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
-import type { RedeemDeps } from './redeem-deps.ts';
-import { type ExecuteOptions, executeJob } from './redeem-run.ts';
+import { claimJob, finishAsyncJob, ownUnrunJobs } from './states.ts';
 
 export interface JobWorkerOptions {
   /** Jobs run at once by this process (JOB_CONCURRENCY, default 4). */

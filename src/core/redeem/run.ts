@@ -1,18 +1,17 @@
-// Running a redeem's codes and finishing it: the phases after phase 1 (redeem.ts).
+// Running a redeem's codes and finishing it: the phases after phase 1 (start.ts).
 //   Per code: mark it out with the upstream (committed; phase 1 marked a sync job's first codes
 //   already), call the activator outside any transaction, then record the outcome with its
 //   capture or release in one commit (redeem_record_outcome, migration 0011). The commit of a
 //   job's last outcome also finishes the job: a sync job with its key made replayable, an async
 //   job with its webhook event in the outbox (migration 0014).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../db/database.ts';
-import { databaseUnavailable } from '../http/errors.ts';
-import { type AccountRow, type AccountState, accountStateFrom } from './accounts.ts';
-import { utcDay } from './clock.ts';
-import { decryptCode } from './code-crypto.ts';
-import { newEventId } from './ids.ts';
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
-import { extendLease, type Lease } from './job-states.ts';
+import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
+import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
+import { utcDay } from '../clock.ts';
+import { decryptCode } from '../crypto/code-crypto.ts';
+import { databaseUnavailable } from '../errors.ts';
+import { newEventId } from '../ids.ts';
+import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import {
   BILLED_STATUSES,
   dispositionOf,
@@ -22,9 +21,10 @@ import {
   type JobWithCodes,
   loadJobWithCodes,
   STOCK_STATE_OF,
-} from './jobs.ts';
-import { settleStoppedJob } from './recovery.ts';
-import { CODE_CONCURRENCY, type RedeemDeps } from './redeem-deps.ts';
+} from '../jobs/jobs.ts';
+import { settleStoppedJob } from '../jobs/recovery.ts';
+import { extendLease, type Lease } from '../jobs/states.ts';
+import { CODE_CONCURRENCY, type RedeemDeps } from './deps.ts';
 
 export interface ExecuteOptions {
   /** Codes sent at once (CODE_CONCURRENCY, default 5). */

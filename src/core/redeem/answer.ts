@@ -1,16 +1,17 @@
-// POST /v1/redeem in one call: phase 1 (redeem.ts), then for a sync redeem its run and finish
-// (redeem-run.ts), or the replay of an earlier answer. Everything after phase 1 comes back as an
+// POST /v1/redeem in one call: phase 1 (start.ts), then for a sync redeem its run and finish
+// (run.ts), or the replay of an earlier answer. Everything after phase 1 comes back as an
 // answer, refusals and failures too, with the key's burst window and account: every redeem
 // answer carries RateLimit-* and the quota headers (contract sections 6 and 8).
-import { ApiError, knownError } from '../http/errors.ts';
-import type { AccountState } from './accounts.ts';
-import { finishSyncJob } from './job-states.ts';
-import { buildResult, type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from './jobs.ts';
-import { settleStoppedJob } from './recovery.ts';
-import { type StartAnswer, startRedeem } from './redeem.ts';
-import type { Caller, RedeemDeps } from './redeem-deps.ts';
-import type { RedeemRequest } from './redeem-request.ts';
-import { runSyncJob } from './redeem-run.ts';
+
+import type { AccountState } from '../accounts/accounts.ts';
+import { ApiError, knownError } from '../errors.ts';
+import { buildResult, type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from '../jobs/jobs.ts';
+import { settleStoppedJob } from '../jobs/recovery.ts';
+import { finishSyncJob } from '../jobs/states.ts';
+import type { Caller, RedeemDeps } from './deps.ts';
+import type { RedeemRequest } from './request.ts';
+import { runSyncJob } from './run.ts';
+import { type StartAnswer, startRedeem } from './start.ts';
 
 export interface RedeemInput {
   idempotencyKey: string;

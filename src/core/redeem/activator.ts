@@ -1,5 +1,5 @@
 // The seam to the game's redemption backend (contract section 9).
-import type { Mode } from '../core/accounts.ts';
+import type { Mode } from '../accounts/accounts.ts';
 
 export type ActivationStatus = 'activated' | 'code_used' | 'invalid_code' | 'bad_player' | 'failed';
 

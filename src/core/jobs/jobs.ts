@@ -2,10 +2,10 @@
 // stored as text: it holds codes, which are bearer value, so it is rebuilt from the (encrypted)
 // rows whenever it is answered or replayed.
 
-import type { ActivationStatus } from '../activators/activator.ts';
-import type { Queryable } from '../db/database.ts';
-import type { AccountRow, Mode } from './accounts.ts';
-import { decryptCode, maskCode, storedCodeLength } from './code-crypto.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { AccountRow, Mode } from '../accounts/accounts.ts';
+import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
+import type { ActivationStatus } from '../redeem/activator.ts';
 
 export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
 export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'interrupted';

@@ -2,12 +2,12 @@
 // and the run's default width: one small module that phase 1, the runs, the job states and
 // recovery all import, so none of them imports another for its types.
 import type { Logger } from 'pino';
-import type { Activator } from '../activators/activator.ts';
-import type { Config } from '../config.ts';
-import type { Database } from '../db/database.ts';
-import type { Metrics } from '../metrics/registry.ts';
-import type { Mode } from './accounts.ts';
-import type { Clock } from './clock.ts';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/database.ts';
+import type { Metrics } from '../../metrics/registry.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import type { Clock } from '../clock.ts';
+import type { Activator } from './activator.ts';
 
 export interface RedeemDeps {
   db: Database;

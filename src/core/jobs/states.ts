@@ -14,12 +14,12 @@
 //   webhook event in the outbox (job_finish_async, migration 0014; finishAsyncJob);
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
 //   (stopJob, inside settleStoppedJob of core/recovery.ts, which releases what it held).
-import type { Queryable } from '../db/database.ts';
-import { ApiError } from '../http/errors.ts';
-import { newEventId } from './ids.ts';
-import { INSTANCE_ID, LEASE_MS } from './instance.ts';
+import type { Queryable } from '../../db/database.ts';
+import { ApiError } from '../errors.ts';
+import { newEventId } from '../ids.ts';
+import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import type { Caller, RedeemDeps } from '../redeem/deps.ts';
 import { JOB_WITH_CODES, type JobWithCodes, type JobWithCodesRow, jobWithCodes } from './jobs.ts';
-import type { Caller, RedeemDeps } from './redeem-deps.ts';
 
 /** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */
 export interface Lease {
