@@ -10,8 +10,8 @@
 //   npm run bench:claims -- --sizes=1000,10000,50000 --customers=50 --claims=40
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import type { RedeemDeps } from '../src/core/context.ts';
 import { claimJob } from '../src/core/jobs/states.ts';
-import type { RedeemDeps } from '../src/core/redeem/deps.ts';
 import type { Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { withBenchDatabase } from './database.ts';

@@ -34,11 +34,14 @@ import {
 import { type Listener, processApplicationName, startListener } from './db/listener.ts';
 import { migrate } from './db/migrate.ts';
 import { buildAdminApp } from './http/admin-app.ts';
+import type { ServerContext } from './http/context.ts';
 import { type Draining, installDraining } from './http/draining.ts';
 import { API_VERSION, buildPublicApp } from './http/public-app.ts';
 import { createLogger } from './logger.ts';
 import { instrumentActivator } from './metrics/activator-metrics.ts';
 import { createMetrics } from './metrics/registry.ts';
+import { registerAdminRoutes } from './routes/admin/index.ts';
+import { registerPublicRoutes } from './routes/public.ts';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 export const ENCRYPTION_KEY_FILE = 'code-encryption.key';
@@ -104,7 +107,7 @@ export class DatabaseUnreachableError extends Error {
 }
 
 export interface Running {
-  ctx: AppContext;
+  ctx: ServerContext;
   publicApp: FastifyInstance;
   adminApp: FastifyInstance;
   publicUrl: string;
@@ -206,7 +209,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const metrics = createMetrics({ db });
     const test = instrumentActivator(metrics, sandbox);
     const live = http ? instrumentActivator(metrics, http) : test;
-    const ctx: AppContext = {
+    const ctx: ServerContext = {
       db,
       config,
       clock,
@@ -251,8 +254,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         ignoreFrom: processApplicationName(INSTANCE_ID),
       });
 
-    publicApp = await buildPublicApp(ctx);
-    adminApp = await buildAdminApp(ctx);
+    publicApp = await buildPublicApp(ctx, registerPublicRoutes);
+    adminApp = await buildAdminApp(ctx, registerAdminRoutes);
     const draining: Draining[] = [
       installDraining(publicApp.server, {
         'SVC-Version': API_VERSION,

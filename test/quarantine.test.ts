@@ -1,11 +1,13 @@
 // Settling quarantined codes: a status check or the operator decides; used codes are billed once
 // as code_used, unused stock goes back to stock, and the caller's recorded answer never changes.
+
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createHttpActivator } from '../src/activators/http.ts';
 import { checkQuarantined } from '../src/core/billing/quarantine.ts';
 import { codeHash } from '../src/core/crypto/code-crypto.ts';
 import { createUpstreamSim } from '../src/dev/upstream-sim.ts';
 import { buildPublicApp } from '../src/http/public-app.ts';
+import { registerPublicRoutes } from '../src/routes/public.ts';
 import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { addStock, me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 
@@ -131,7 +133,7 @@ describe('quarantine settlement', () => {
     const http = createHttpActivator({ url, key: 'sim-key', timeoutMs: 300 });
     const sandbox = t.ctx.activatorFor('test');
     const ctx = { ...t.ctx, activatorFor: (mode: 'live' | 'test') => (mode === 'live' ? http : sandbox) };
-    const api = await buildPublicApp(ctx);
+    const api = await buildPublicApp(ctx, registerPublicRoutes);
     try {
       const m = await createMerchant(t, {
         plan: { daily_limit: null, per_request_usd: '0.25' },

@@ -84,18 +84,6 @@ export function databaseUnavailable(): ApiError {
   return new DatabaseUnavailableError();
 }
 
-const databaseAwayAnswers = new WeakSet<object>();
-
-/** Marks a reply as the database's 503: nothing more is asked of the database for it. */
-export function markDatabaseAway(reply: object): void {
-  databaseAwayAnswers.add(reply);
-}
-
-/** Whether a reply is the database's 503 (its quota headers cannot be read: the database is away). */
-export function isDatabaseAwayAnswer(reply: object): boolean {
-  return databaseAwayAnswers.has(reply);
-}
-
 /**
  * Anything thrown, as the ApiError to answer with: an ApiError as it is, a lost or unobtainable
  * database connection as 503 unavailable; null for everything else (a bug: 500 internal).

@@ -1,21 +1,12 @@
 // The admin API: a second listener for the operator, authenticated with ADMIN_TOKEN.
-import { timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { createSessionStore, type SessionStore, sessionAuthorizes } from '../console/session.ts';
 import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
-import { sha256Hex } from '../core/keys/keys.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
-import { registerConsoleRoutes } from '../routes/admin/console.ts';
-import { registerAdminCustomerRoutes } from '../routes/admin/customers.ts';
-import { registerAdminJobRoutes } from '../routes/admin/jobs.ts';
-import { registerAdminJobListRoutes } from '../routes/admin/jobs-list.ts';
-import { registerAdminMetricsRoute } from '../routes/admin/metrics.ts';
-import { registerAdminQuarantineRoutes } from '../routes/admin/quarantine.ts';
-import { registerAdminStockRoutes } from '../routes/admin/stock.ts';
-import { registerAdminUsageRoutes } from '../routes/admin/usage.ts';
-import { bearerToken } from './auth.ts';
+import { bearerToken, sameSecret } from './auth.ts';
+import type { ServerContext } from './context.ts';
 import {
   BODY_LIMIT,
   clientErrorHandler,
@@ -23,11 +14,6 @@ import {
   installPlumbing,
   serverTimeouts,
 } from './plumbing.ts';
-
-/** Constant-time comparison of two secrets of any length (digests have equal length). */
-export function sameSecret(given: string, expected: string): boolean {
-  return timingSafeEqual(Buffer.from(sha256Hex(given), 'hex'), Buffer.from(sha256Hex(expected), 'hex'));
-}
 
 /**
  * The operator is either the bearer of ADMIN_TOKEN or a signed-in console session (its cookie,
@@ -40,7 +26,10 @@ function isOperator(request: FastifyRequest, adminToken: string, sessions: Sessi
   return request.headers.authorization === undefined && sessionAuthorizes(request, sessions);
 }
 
-export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
+/** Registers the admin routes (src/routes/admin/index.ts): the console's routes need its sessions. */
+export type AdminRoutes = (app: FastifyInstance, ctx: ServerContext, sessions: SessionStore) => void;
+
+export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ listener: 'admin' }) as FastifyBaseLogger,
     genReqId: newRequestId,
@@ -63,14 +52,7 @@ export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
       throw new ApiError('unauthorized', 'missing or wrong admin token');
   });
 
-  registerAdminCustomerRoutes(app, ctx);
-  registerAdminStockRoutes(app, ctx);
-  registerAdminJobRoutes(app, ctx);
-  registerAdminQuarantineRoutes(app, ctx);
-  registerAdminMetricsRoute(app, ctx);
-  registerAdminJobListRoutes(app, ctx);
-  registerAdminUsageRoutes(app, ctx);
-  registerConsoleRoutes(app, ctx, sessions);
+  routes(app, ctx, sessions);
   app.addMethodNotAllowedRoutes();
   return app;
 }

@@ -1,4 +1,5 @@
 // API key authentication (contract section 1), in the contract's order of answers.
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import { ApiError } from '../core/errors.ts';
@@ -73,4 +74,9 @@ const neededScopes = (rule: ScopeRule): readonly Scope[] =>
 export function scopeAllowed(key: Pick<KeyRecord, 'scopes'>, rule: ScopeRule): boolean {
   const needed = neededScopes(rule);
   return needed.length === 0 || needed.some((s) => key.scopes.includes(s));
+}
+
+/** Constant-time comparison of two secrets of any length (digests have equal length). */
+export function sameSecret(given: string, expected: string): boolean {
+  return timingSafeEqual(Buffer.from(sha256Hex(given), 'hex'), Buffer.from(sha256Hex(expected), 'hex'));
 }

@@ -11,7 +11,6 @@ import {
   type ErrorCode,
   errorBody,
   knownError,
-  markDatabaseAway,
 } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
 
@@ -263,4 +262,17 @@ declare module 'fastify' {
     /** The Allow header of a 405 sibling. */
     allow?: string;
   }
+}
+
+// Replies answered with the database's 503 (marked by the error handler above).
+const databaseAwayAnswers = new WeakSet<object>();
+
+/** Marks a reply as the database's 503: nothing more is asked of the database for it. */
+export function markDatabaseAway(reply: object): void {
+  databaseAwayAnswers.add(reply);
+}
+
+/** Whether a reply is the database's 503 (its quota headers cannot be read: the database is away). */
+export function isDatabaseAwayAnswer(reply: object): boolean {
+  return databaseAwayAnswers.has(reply);
 }

@@ -2,19 +2,11 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { loadAccountState, today } from '../core/accounts/accounts.ts';
 import type { AppContext } from '../core/context.ts';
-import { isDatabaseAwayAnswer } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
 import { isConnectionError } from '../db/database.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
-import { registerDocsRoutes } from '../routes/docs.ts';
-import { registerHealthRoutes } from '../routes/health.ts';
-import { registerJobRoutes } from '../routes/jobs.ts';
-import { registerMeRoutes } from '../routes/me.ts';
-import { registerOpenApiRoutes } from '../routes/openapi.ts';
-import { registerRedeemRoutes } from '../routes/redeem.ts';
-import { registerStockRoutes } from '../routes/stock.ts';
-import { registerWebhookRoutes } from '../routes/webhook.ts';
+import type { ServerContext } from './context.ts';
 import { API_VERSION, EVERY_RESPONSE_HEADERS, setAccountHeaders } from './headers.ts';
 import { installKeyChecks, type KeyChecks } from './key-checks.ts';
 import {
@@ -22,12 +14,16 @@ import {
   clientErrorHandler,
   frameworkErrorHandler,
   installPlumbing,
+  isDatabaseAwayAnswer,
   serverTimeouts,
 } from './plumbing.ts';
 
 export { API_VERSION };
 
-export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> {
+/** Registers the public routes (src/routes/public.ts): the redeem route settles its own key checks. */
+export type PublicRoutes = (app: FastifyInstance, ctx: ServerContext, keyChecks: KeyChecks) => void;
+
+export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ listener: 'public' }) as FastifyBaseLogger,
     genReqId: newRequestId,
@@ -70,15 +66,7 @@ export async function buildPublicApp(ctx: AppContext): Promise<FastifyInstance> 
     return payload;
   });
 
-  registerHealthRoutes(app, ctx);
-  registerMeRoutes(app, ctx);
-  registerStockRoutes(app, ctx);
-  registerRedeemRoutes(app, ctx, keyChecks);
-  registerJobRoutes(app, ctx);
-  registerWebhookRoutes(app, ctx);
-  // The API reference (contract 12.9): the OpenAPI document and its HTML rendering, no key.
-  registerOpenApiRoutes(app);
-  registerDocsRoutes(app);
+  routes(app, ctx, keyChecks);
   app.addMethodNotAllowedRoutes();
   return app;
 }

@@ -8,13 +8,14 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { BreakerState } from '../activators/http.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
+import type { CoreMetrics } from '../core/context.ts';
 import type { Disposition } from '../core/jobs/jobs.ts';
 import type { ActivationStatus } from '../core/redeem/activator.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 
 export type Listener = 'public' | 'admin';
 /** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
-export type WebhookResult = 'delivered' | 'failed' | 'dropped';
+export type WebhookResult = Parameters<CoreMetrics['webhookAttempt']>[1];
 
 const PREFIX = 'redeem_gateway_';
 const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half_open', 'open'];
@@ -38,30 +39,11 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
-export interface Metrics {
+/** The service's metrics: core's business events (CoreMetrics) and the HTTP and activator series. */
+export interface Metrics extends CoreMetrics {
   readonly registry: Registry;
   /** One answered HTTP request (http-metrics.ts). `route` is the route pattern, never the URL. */
   observeRequest(listener: Listener, method: string, route: string, status: number, seconds: number): void;
-  /** A code's outcome, recorded once its transaction committed, with its capture or refund. */
-  codeOutcome(o: {
-    mode: Mode;
-    status: ActivationStatus;
-    disposition: Disposition;
-    billed: boolean;
-    /** Micro-dollars captured from the wallet (0 when the request came from the daily include). */
-    walletMicros: number;
-  }): void;
-  /** A quarantined code settled; `used` bills one request (walletMicros from the wallet, maybe 0). */
-  quarantineSettled(o: {
-    mode: Mode;
-    settlement: 'used' | 'unused';
-    by: 'check' | 'operator';
-    walletMicros: number;
-  }): void;
-  /** An async job left the queue after `waitMs` (created to started). */
-  jobStarted(mode: Mode, waitMs: number): void;
-  /** One webhook attempt's result; `lagMs` (event created → delivered) when it was delivered. */
-  webhookAttempt(mode: Mode, result: WebhookResult, lagMs: number | null): void;
   /** One activator call (activator-metrics.ts). */
   activatorCall(activator: string, operation: 'activate' | 'status', result: string, seconds: number): void;
   /** Reports an activator's circuit breaker at every scrape. */

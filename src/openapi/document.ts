@@ -4,7 +4,6 @@
 import { DEFAULT_TOLERANCE_SEC, SIGNATURE_HEADER } from '../core/webhooks/signing.ts';
 import { API_VERSION } from '../http/headers.ts';
 import { BODY_LIMIT } from '../http/plumbing.ts';
-import { DOCS_CSS_PATH } from './render-html.ts';
 import { componentSchemas, DOCUMENTED_ERROR_STATUS, errorBody, type JsonSchema } from './schemas.ts';
 
 type Header = { description: string; required?: boolean; schema: JsonSchema };
@@ -96,6 +95,9 @@ function headersFor(op: Op, status: number, extra: { required?: string[]; option
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
   return out;
 }
+
+/** Where GET /docs serves its one stylesheet (render-html.ts links it, the document lists it). */
+export const DOCS_CSS_PATH = '/docs/assets/reference.css';
 
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 

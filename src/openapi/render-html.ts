@@ -3,10 +3,8 @@
 // Content-Security-Policy allows nothing else. (The ready-made renderers weigh megabytes of
 // script, need inline styles or eval under a strict policy, and some fetch fonts or a validator
 // from outside; this API is small enough that a plain page reads better.)
-import type { OpenApiDocument } from './document.ts';
+import { DOCS_CSS_PATH, type OpenApiDocument } from './document.ts';
 import type { JsonSchema } from './schemas.ts';
-
-export const DOCS_CSS_PATH = '/docs/assets/reference.css';
 
 const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

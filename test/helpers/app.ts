@@ -1,23 +1,26 @@
 // Builds the real public and admin apps on a real test database, with a manual clock and a
 // logger whose lines are kept for assertions. Fixtures go through the admin API, as an operator.
+
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { createSandboxActivator } from '../../src/activators/sandbox.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import type { AppContext } from '../../src/core/context.ts';
 import { type JobWorker, startJobWorker } from '../../src/core/jobs/worker.ts';
 import { buildAdminApp } from '../../src/http/admin-app.ts';
+import type { ServerContext } from '../../src/http/context.ts';
 import { buildPublicApp } from '../../src/http/public-app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetrics } from '../../src/metrics/registry.ts';
+import { registerAdminRoutes } from '../../src/routes/admin/index.ts';
+import { registerPublicRoutes } from '../../src/routes/public.ts';
 import { openTestDatabase, type TestDatabase } from './db.ts';
 import { recordResponse } from './openapi-check.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
 export interface TestApp {
-  ctx: AppContext;
+  ctx: ServerContext;
   clock: ManualClock;
   api: FastifyInstance;
   admin: FastifyInstance;
@@ -50,7 +53,7 @@ export async function createTestApp(
   const clock = opts.clock ?? new ManualClock('2026-11-22T09:00:00Z');
   const codeKey = Buffer.alloc(32, 7);
   const sandbox = createSandboxActivator({ db: testDb.db, codeKey, clock, slowMs: opts.sandboxSlowMs });
-  const ctx: AppContext = {
+  const ctx: ServerContext = {
     db: testDb.db,
     config,
     clock,
@@ -63,7 +66,7 @@ export async function createTestApp(
   };
   let worker: JobWorker | undefined;
   if (opts.jobWorker !== false) worker = startJobWorker(ctx, { pollMs: 50 });
-  const api = await buildPublicApp(ctx);
+  const api = await buildPublicApp(ctx, registerPublicRoutes);
   // The drift guard: every public response, by inject or over a socket, is checked against the
   // OpenAPI document; a mismatch fails the test that received it (helpers/openapi-check.ts).
   api.addHook('onSend', async (request, reply, payload) => {
@@ -76,7 +79,7 @@ export async function createTestApp(
     });
     return payload;
   });
-  const admin = await buildAdminApp(ctx);
+  const admin = await buildAdminApp(ctx, registerAdminRoutes);
   return {
     ctx,
     clock,

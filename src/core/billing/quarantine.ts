@@ -6,8 +6,8 @@
 import type { Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';
 import { isoUtc } from '../clock.ts';
+import type { RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
-import type { RedeemDeps } from '../redeem/deps.ts';
 import { setStockState } from '../stock/stock.ts';
 import { lockAccount } from './billing.ts';
 

@@ -8,8 +8,8 @@
 
 import { isConnectionError } from '../../db/database.ts';
 import { releaseOne } from '../billing/billing.ts';
+import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import type { RedeemDeps } from '../redeem/deps.ts';
 import { releaseKey } from '../redeem/idempotency-keys.ts';
 import { recordOutcome } from '../redeem/run.ts';
 import { setStockState } from '../stock/stock.ts';

@@ -15,10 +15,10 @@
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
 //   (stopJob, inside settleStoppedJob of core/recovery.ts, which releases what it held).
 import type { Queryable } from '../../db/database.ts';
+import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import type { Caller, RedeemDeps } from '../redeem/deps.ts';
 import { JOB_WITH_CODES, type JobWithCodes, type JobWithCodesRow, jobWithCodes } from './jobs.ts';
 
 /** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */

@@ -3,8 +3,8 @@
 // lease, and never crashes the process. Its loop is the shared background loop.
 import { isConnectionError } from '../../db/database.ts';
 import { startBackgroundLoop } from '../background-loop.ts';
+import type { RedeemDeps } from '../context.ts';
 import { LEASE_MS } from '../instance.ts';
-import type { RedeemDeps } from '../redeem/deps.ts';
 import { type ExecuteOptions, executeJob } from '../redeem/run.ts';
 import type { JobWithCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';

@@ -4,11 +4,11 @@
 // answer carries RateLimit-* and the quota headers (contract sections 6 and 8).
 
 import type { AccountState } from '../accounts/accounts.ts';
+import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError, knownError } from '../errors.ts';
 import { buildResult, type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from '../jobs/jobs.ts';
 import { settleStoppedJob } from '../jobs/recovery.ts';
 import { finishSyncJob } from '../jobs/states.ts';
-import type { Caller, RedeemDeps } from './deps.ts';
 import type { RedeemRequest } from './request.ts';
 import { runSyncJob } from './run.ts';
 import { type StartAnswer, startRedeem } from './start.ts';

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import { utcDay } from '../clock.ts';
+import { CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
 import { databaseUnavailable } from '../errors.ts';
 import { newEventId } from '../ids.ts';
@@ -24,7 +25,6 @@ import {
 } from '../jobs/jobs.ts';
 import { settleStoppedJob } from '../jobs/recovery.ts';
 import { extendLease, type Lease } from '../jobs/states.ts';
-import { CODE_CONCURRENCY, type RedeemDeps } from './deps.ts';
 
 export interface ExecuteOptions {
   /** Codes sent at once (CODE_CONCURRENCY, default 5). */

@@ -11,6 +11,7 @@ import { isConnectionError, type Queryable } from '../../db/database.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import { type BillingRefusal, billingRefusalError } from '../billing/billing.ts';
 import { utcDay } from '../clock.ts';
+import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { codeHash, codeLast4, encryptCode } from '../crypto/code-crypto.ts';
 import { ApiError } from '../errors.ts';
 import { newJobId } from '../ids.ts';
@@ -26,7 +27,6 @@ import {
   takeBurstSlot,
 } from '../keys/burst-limit.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from '../stock/stock.ts';
-import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from './deps.ts';
 import type { RedeemRequest } from './request.ts';
 import type { CodeToRun, RunningJob } from './run.ts';
 

@@ -9,7 +9,7 @@
 // so cancelling one never cancels another. It asks DNS servers only: /etc/hosts is not read
 // (`localhost` is refused before any lookup; a development receiver uses an IP literal).
 import { Resolver } from 'node:dns/promises';
-import type { Config } from '../../config.ts';
+import type { CoreConfig } from '../context.ts';
 
 export interface ResolvedAddress {
   address: string;
@@ -124,7 +124,7 @@ let shared: WebhookResolver | undefined;
  * the webhook worker use it (through `webhookLookup`) unless a lookup is injected.
  */
 export function configureWebhookResolver(
-  config: Pick<Config, 'WEBHOOK_DNS_SERVERS' | 'WEBHOOK_DNS_TIMEOUT_MS' | 'WEBHOOK_DNS_CONCURRENCY'>,
+  config: Pick<CoreConfig, 'WEBHOOK_DNS_SERVERS' | 'WEBHOOK_DNS_TIMEOUT_MS' | 'WEBHOOK_DNS_CONCURRENCY'>,
 ): WebhookResolver {
   shared = createWebhookResolver({
     servers: config.WEBHOOK_DNS_SERVERS,

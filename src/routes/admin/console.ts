@@ -12,7 +12,7 @@ import { cookieValue, SESSION_COOKIE, type SessionStore, sameOriginRequest } fro
 import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
-import { sameSecret } from '../../http/admin-app.ts';
+import { sameSecret } from '../../http/auth.ts';
 import { parseBody } from './validation.ts';
 
 const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../console');

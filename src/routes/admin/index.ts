@@ -1,0 +1,24 @@
+// Every route of the admin API and the console, registered by the process into the app that
+// src/http builds.
+import type { FastifyInstance } from 'fastify';
+import type { SessionStore } from '../../console/session.ts';
+import type { ServerContext } from '../../http/context.ts';
+import { registerConsoleRoutes } from './console.ts';
+import { registerAdminCustomerRoutes } from './customers.ts';
+import { registerAdminJobRoutes } from './jobs.ts';
+import { registerAdminJobListRoutes } from './jobs-list.ts';
+import { registerAdminMetricsRoute } from './metrics.ts';
+import { registerAdminQuarantineRoutes } from './quarantine.ts';
+import { registerAdminStockRoutes } from './stock.ts';
+import { registerAdminUsageRoutes } from './usage.ts';
+
+export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, sessions: SessionStore): void {
+  registerAdminCustomerRoutes(app, ctx);
+  registerAdminStockRoutes(app, ctx);
+  registerAdminJobRoutes(app, ctx);
+  registerAdminQuarantineRoutes(app, ctx);
+  registerAdminMetricsRoute(app, ctx);
+  registerAdminJobListRoutes(app, ctx);
+  registerAdminUsageRoutes(app, ctx);
+  registerConsoleRoutes(app, ctx, sessions);
+}
