@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
-import { ADMIN_TOKEN_FILE, ENCRYPTION_KEY_FILE, startServer } from '../src/server.ts';
+import { startServer } from '../src/server.ts';
+import { ADMIN_TOKEN_FILE, ENCRYPTION_KEY_FILE } from '../src/start/secrets.ts';
 import { onPostgres } from './helpers/db.ts';
 import { freePort } from './helpers/process.ts';
 

@@ -1,7 +1,6 @@
 // The admin API: a second listener for the operator, authenticated with ADMIN_TOKEN.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { createSessionStore, type SessionStore, sessionAuthorizes } from '../console/session.ts';
-import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';

@@ -9,8 +9,6 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { BreakerState } from '../activators/http.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
-import type { Disposition } from '../core/jobs/jobs.ts';
-import type { ActivationStatus } from '../core/redeem/activator.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 
 export type Listener = 'public' | 'admin';

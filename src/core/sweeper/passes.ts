@@ -1,0 +1,42 @@
+// The sweeper's passes: the periodic work of every process (recovery of stopped jobs, key purge,
+// quarantine checks, retention), run together by one background loop.
+import { isConnectionError } from '../../db/database.ts';
+import { checkQuarantined } from '../billing/quarantine.ts';
+import type { AppContext } from '../context.ts';
+import { recoverOrphanedJobs } from '../jobs/recovery.ts';
+import { purgeExpiredKeys } from '../redeem/idempotency-keys.ts';
+import { sweepRetention } from './retention.ts';
+
+/**
+ * The sweeper's passes, run together every SWEEP_MS by one background loop. Another periodic
+ * task is one more entry here. A pass that fails is logged and retried at the next sweep; while
+ * the database is away the whole sweep backs off.
+ */
+export interface SweepPass {
+  name: string;
+  run(ctx: AppContext): Promise<unknown>;
+}
+
+export const SWEEP_PASSES: SweepPass[] = [
+  // Jobs whose process stopped (their lease ran out): settled as interrupted.
+  { name: 'job recovery', run: (ctx) => recoverOrphanedJobs(ctx, { all: false }) },
+  { name: 'idempotency key purge', run: (ctx) => purgeExpiredKeys(ctx.db, ctx.clock.now()) },
+  { name: 'quarantine check', run: (ctx) => checkQuarantined(ctx) },
+  // Code ciphertexts of old finished jobs, old webhook events (contract 12.2).
+  {
+    name: 'retention',
+    run: (ctx) => sweepRetention(ctx.db, ctx.clock, ctx.config.RETENTION_DAYS),
+  },
+];
+
+/** One sweep: every pass at once; throws (so the loop backs off) when the database is away. */
+export async function sweepOnce(ctx: AppContext, passes: readonly SweepPass[] = SWEEP_PASSES): Promise<void> {
+  const results = await Promise.allSettled(passes.map((p) => p.run(ctx)));
+  let lost: unknown;
+  results.forEach((r, i) => {
+    if (r.status === 'fulfilled') return;
+    if (isConnectionError(r.reason)) lost ??= r.reason;
+    else ctx.logger.error({ err: r.reason, pass: passes[i]!.name }, `sweep pass "${passes[i]!.name}" failed`);
+  });
+  if (lost) throw lost;
+}

@@ -1,0 +1,51 @@
+// The secrets of the data directory (contract 12.7): the admin token and the code encryption key,
+// from the environment or from files made on first start, readable by this user only.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from '../config.ts';
+
+export const ADMIN_TOKEN_FILE = 'admin-token';
+export const ENCRYPTION_KEY_FILE = 'code-encryption.key';
+
+/**
+ * Creates a directory of the data directory readable by this user only (0700, contract 12.7):
+ * it holds the embedded database, the admin token and the code encryption key. An existing
+ * directory is left as the operator made it.
+ */
+export function ensurePrivateDir(dir: string): void {
+  if (existsSync(dir)) return;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700); // whatever the umask
+}
+
+/** Reads a secret file of the data directory, creating it (mode 0600) on first use. */
+export function readOrCreateSecret(dataDir: string, file: string, create: () => string): string {
+  const path = join(dataDir, file);
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  ensurePrivateDir(dataDir);
+  const value = create();
+  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  return value;
+}
+
+/** The admin token and the 32-byte code encryption key, made on first use when not configured. */
+export function loadSecrets(
+  config: Pick<Config, 'ADMIN_TOKEN' | 'CODE_ENCRYPTION_KEY'>,
+  dataDir: string,
+): { adminToken: string; codeKey: Buffer } {
+  const adminToken =
+    config.ADMIN_TOKEN ??
+    readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
+
+  const codeKey = Buffer.from(
+    config.CODE_ENCRYPTION_KEY ??
+      readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),
+    'base64',
+  );
+  if (codeKey.length !== 32)
+    throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
+
+  return { adminToken, codeKey };
+}
