@@ -8,12 +8,16 @@
 // A request answered before that statement runs (a 413, a malformed body) gets both checks
 // first, in the contract's order, from `settle` (the route's validation and the error handler).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AccountState } from '../core/accounts/accounts.ts';
+import type { Clock } from '../core/clock.ts';
 import type { AppContext } from '../core/context.ts';
+import { ApiError } from '../core/errors.ts';
 import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
-import { authenticate, authorize, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
+import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
 import { installBurstLimit, setBurstHeadersUncounted, setRateLimitHeaders } from './burst-limit.ts';
+import { setAccountHeaders } from './headers.ts';
 
 export interface KeyChecks {
   /** Authenticates the request's key by a query and authorizes it (throws the refusal). */
@@ -82,6 +86,51 @@ export function installKeyChecks(app: FastifyInstance, ctx: AppContext): KeyChec
       if (!slot.allowed) throw rateLimitedError(slot);
     },
   };
+}
+
+/** The key a `keyCheckedInStatement` route hands to its statement: identified, or from the cache. */
+export function requestKeyFacts(request: FastifyRequest): KeyFacts {
+  return request.auth ?? request.cachedKey!;
+}
+
+/**
+ * After a `keyCheckedInStatement` route's statement read the key's revocation and its customer's
+ * account: finishes steps 2 to 5 of contract section 1 in the contract's order (revoked and expired
+ * 401 before anything else), identifies the key (from here on every answer, a 403 or 404 too,
+ * carries the quota headers) and authorizes it. `found` null: the key row is gone (keys are never
+ * deleted; a row gone all the same is no key). Every such route calls this one helper; it returns
+ * what the statement found, with the key.
+ */
+export function acceptKeyCheckedInStatement<F extends { revokedAt: Date | null; state: AccountState }>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  found: F | null,
+  rule: ScopeRule,
+  clock: Clock,
+): F & { key: KeyRecord } {
+  if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
+  const key = {
+    ...requestKeyFacts(request),
+    revokedAt: found.revokedAt,
+    customerDisabled: found.state.disabled,
+  };
+  // Checked by the statement: nothing left for KeyChecks.settle.
+  request.cachedKey = null;
+  checkKeyState(key, clock);
+  request.auth = key;
+  setAccountHeaders(reply, found.state);
+  authorize(key, request.ip, rule);
+  return { ...found, key };
+}
+
+/**
+ * A statement that took the burst slot and found the key valid (POST /v1/redeem): the request is
+ * identified from here on, with nothing left for KeyChecks.settle.
+ */
+export function keyPassedInStatement(request: FastifyRequest): void {
+  request.burstPending = false;
+  request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
+  request.cachedKey = null;
 }
 
 /**

@@ -8,8 +8,8 @@ import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
 import { loadKeyJob } from '../core/jobs/jobs.ts';
 import { jobView } from '../core/jobs/view.ts';
-import { authorize, checkKeyState, type ScopeRule } from '../http/auth.ts';
-import { setAccountHeaders } from '../http/headers.ts';
+import type { ScopeRule } from '../http/auth.ts';
+import { acceptKeyCheckedInStatement, requestKeyFacts } from '../http/key-checks.ts';
 
 const SCOPES: ScopeRule = ['read', 'redeem'];
 
@@ -18,7 +18,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: AppContext) {
     '/v1/jobs/:id',
     { config: { auth: SCOPES, keyCheckedInStatement: true } },
     async (request, reply) => {
-      const facts = request.auth ?? request.cachedKey!;
+      const facts = requestKeyFacts(request);
       const id = request.params.id;
       const found = await loadKeyJob(
         ctx.db,
@@ -26,22 +26,16 @@ export function registerJobRoutes(app: FastifyInstance, ctx: AppContext) {
         /^job_[A-Za-z0-9]{20,64}$/.test(id) ? id : null,
         today(ctx.clock),
       );
-      // Keys are never deleted; a row gone all the same is no key.
-      if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
-      const state = accountStateFrom(facts.customerId, found.account);
-      const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: state.disabled };
-      // Checked by the statement: nothing left for KeyChecks.settle.
-      request.cachedKey = null;
-      // The contract's order (section 1): revoked and expired (401) before anything else.
-      checkKeyState(key, ctx.clock);
-      // Identified: from here on every answer, a 403 and a 404 too, carries the quota headers.
-      request.auth = key;
-      setAccountHeaders(reply, state);
-      authorize(key, request.ip, SCOPES);
-      const job = found.job;
+      const { job, codes } = acceptKeyCheckedInStatement(
+        request,
+        reply,
+        found && { ...found, state: accountStateFrom(facts.customerId, found.account) },
+        SCOPES,
+        ctx.clock,
+      );
       if (!job) throw new ApiError('not_found', 'unknown job');
       if (job.status === 'queued' || job.status === 'running') reply.header('Retry-After', '1');
-      return jobView(job, found.codes, ctx.codeKey, request.id);
+      return jobView(job, codes, ctx.codeKey, request.id);
     },
   );
 }

@@ -8,7 +8,7 @@ import { answerRedeem, type RedeemAnswer, type RedeemInput } from '../core/redee
 import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem/request.ts';
 import { setRateLimitHeaders } from '../http/burst-limit.ts';
 import { setAccountHeaders } from '../http/headers.ts';
-import type { KeyChecks } from '../http/key-checks.ts';
+import { type KeyChecks, keyPassedInStatement, requestKeyFacts } from '../http/key-checks.ts';
 
 export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyChecks: KeyChecks) {
   app.post(
@@ -38,7 +38,7 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
         await keyChecks.settle(request, reply);
         throw err;
       }
-      const facts = request.auth ?? request.cachedKey!;
+      const facts = requestKeyFacts(request);
       const caller = { customerId: facts.customerId, mode: facts.mode };
       const checks = () => ({
         keyId: facts.id,
@@ -53,10 +53,7 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
         if (answer.kind === 'recheck')
           throw new Error('a key passed authentication, then failed its re-check');
       }
-      // The statement took the burst slot and found the key valid: identified from here on.
-      request.burstPending = false;
-      request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
-      request.cachedKey = null;
+      keyPassedInStatement(request);
       if (answer.kind === 'accepted' && !answer.replay) ctx.jobs.wake();
       return send(reply, answer);
     },
