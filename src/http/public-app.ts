@@ -4,7 +4,7 @@ import { loadAccountState, today } from '../core/accounts/accounts.ts';
 import type { AppContext } from '../core/context.ts';
 import { newRequestId } from '../core/ids.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
-import { isConnectionError } from '../db/database.ts';
+import { retryFor, retryOnConnectionError } from '../core/retry.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import type { ServerContext } from './context.ts';
 import { API_VERSION, EVERY_RESPONSE_HEADERS, setAccountHeaders } from './headers.ts';
@@ -80,16 +80,11 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
  * connections; a database that does not answer is not waited for again: tries stop after a second.
  */
 async function readAccountForHeaders(ctx: AppContext, key: KeyRecord) {
-  const attempts = (ctx.db.poolStats?.().max ?? 1) + 1;
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await loadAccountState(ctx.db, key.customerId, key.mode, today(ctx.clock));
-    } catch (err) {
-      if (attempt >= attempts || !isConnectionError(err) || Date.now() - started >= 1000) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
+  return retryOnConnectionError(() => loadAccountState(ctx.db, key.customerId, key.mode, today(ctx.clock)), {
+    ...retryFor(1000),
+    maxAttempts: (ctx.db.poolStats?.().max ?? 1) + 1,
+    delayMs: () => 10,
+  });
 }
 
 const JOBS_PREFIX = '/v1/jobs/';

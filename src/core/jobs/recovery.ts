@@ -6,12 +6,12 @@
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
 
-import { isConnectionError } from '../../db/database.ts';
 import { releaseOne } from '../billing/billing.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import { releaseKey } from '../redeem/idempotency-keys.ts';
 import { recordOutcome } from '../redeem/run.ts';
+import { retryFor, retryOnConnectionError } from '../retry.ts';
 import { setStockState } from '../stock/stock.ts';
 import { enqueueJobEvent } from '../webhooks/events.ts';
 import { loadJob, loadJobCodes } from './jobs.ts';
@@ -93,24 +93,21 @@ export async function settleStoppedJob(
  * they might have reached the upstream. Runs in the background; never throws.
  */
 export async function settleUnconfirmedStart(deps: RedeemDeps, jobId: string): Promise<void> {
-  const until = Date.now() + LEASE_MS - 5000;
-  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-    try {
-      await deps.db.query(
-        `update job_codes set state = 'pending', started_at = null
+  try {
+    await retryOnConnectionError(
+      async () => {
+        await deps.db.query(
+          `update job_codes set state = 'pending', started_at = null
           where job_id = $1 and state = 'sending'
             and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $2)`,
-        [jobId, INSTANCE_ID],
-      );
-      // Nothing when the job was never written (loadJob finds none) or is no longer running.
-      await settleStoppedJob(deps, jobId, 'failed');
-      return;
-    } catch (err) {
-      if (!isConnectionError(err) || Date.now() + delay > until) {
-        deps.logger.warn({ err, jobId }, 'could not settle an unconfirmed redeem start; recovery will');
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
+          [jobId, INSTANCE_ID],
+        );
+        // Nothing when the job was never written (loadJob finds none) or is no longer running.
+        await settleStoppedJob(deps, jobId, 'failed');
+      },
+      retryFor(LEASE_MS - 5000),
+    );
+  } catch (err) {
+    deps.logger.warn({ err, jobId }, 'could not settle an unconfirmed redeem start; recovery will');
   }
 }

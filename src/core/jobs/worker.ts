@@ -6,6 +6,7 @@ import { startBackgroundLoop } from '../background-loop.ts';
 import type { RedeemDeps } from '../context.ts';
 import { LEASE_MS } from '../instance.ts';
 import { type ExecuteOptions, executeJob } from '../redeem/run.ts';
+import { retryFor, retryOnConnectionError } from '../retry.ts';
 import type { JobWithCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
 import { claimJob, finishAsyncJob, ownUnrunJobs } from './states.ts';
@@ -51,11 +52,12 @@ export async function runJob(
     let attempts = 0;
     const run = await retryOnConnectionError(
       () => executeJob(deps, jobId, opts, attempts++ === 0 ? claimed : undefined),
-      LEASE_MS / 3,
+      retryFor(LEASE_MS / 3),
     );
     // Usually the commit of the last outcome finished it; not when no code was left to run (a
     // repeated run), or the codes' last two outcomes were recorded at the same moment.
-    if (!run.finished) await retryOnConnectionError(() => finishAsyncJob(deps, jobId), LEASE_MS / 3);
+    if (!run.finished)
+      await retryOnConnectionError(() => finishAsyncJob(deps, jobId), retryFor(LEASE_MS / 3));
   } catch (err) {
     if (isConnectionError(err)) {
       deps.logger.warn(
@@ -66,19 +68,6 @@ export async function runJob(
     }
     deps.logger.error({ err, jobId }, 'job crashed; marking it failed');
     await settleStoppedJob(deps, jobId, 'failed');
-  }
-}
-
-/** Retries `fn` on connection errors for up to `forMs`; finishing a job is safe to repeat. */
-async function retryOnConnectionError<T>(fn: () => Promise<T>, forMs: number): Promise<T> {
-  const deadline = Date.now() + forMs;
-  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!isConnectionError(err) || Date.now() + delay > deadline) throw err;
-      await new Promise((r) => setTimeout(r, delay));
-    }
   }
 }
 

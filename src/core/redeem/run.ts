@@ -4,8 +4,7 @@
 //   capture or release in one commit (redeem_record_outcome, migration 0011). The commit of a
 //   job's last outcome also finishes the job: a sync job with its key made replayable, an async
 //   job with its webhook event in the outbox (migration 0014).
-import { setTimeout as sleep } from 'node:timers/promises';
-import { isConnectionError, isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
+import { isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import { utcDay } from '../clock.ts';
 import { CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
@@ -25,6 +24,7 @@ import {
 } from '../jobs/jobs.ts';
 import { settleStoppedJob } from '../jobs/recovery.ts';
 import { extendLease, type Lease } from '../jobs/states.ts';
+import { retryOnConnectionError } from '../retry.ts';
 
 export interface ExecuteOptions {
   /** Codes sent at once (CODE_CONCURRENCY, default 5). */
@@ -223,24 +223,21 @@ async function whileLeased<T>(
   what: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    const startedAt = deps.clock.now().getTime();
-    try {
-      const result = await fn();
-      retry.failingSince = null;
-      return result;
-    } catch (err) {
+  const startedAt = deps.clock.now().getTime();
+  const result = await retryOnConnectionError(fn, {
+    now: () => deps.clock.now().getTime(),
+    deadline: () => retry.lease.until - 1,
+    onRetry(err, attempt, delay) {
       const now = deps.clock.now().getTime();
-      const delay = Math.min(2000, 100 * 2 ** attempt);
-      if (!isConnectionError(err) || now + delay >= retry.lease.until) throw err;
       retry.failingSince ??= startedAt;
-      const failingSince = retry.failingSince;
       // Answer before the next try would take the request past its deadline.
-      if (retry.onStalled && now + delay - failingSince >= retry.onStalled.afterMs) retry.onStalled.call();
+      if (retry.onStalled && now + delay - retry.failingSince >= retry.onStalled.afterMs)
+        retry.onStalled.call();
       if (attempt === 0) deps.logger.warn({ err }, `database unavailable while ${what}; retrying`);
-      await sleep(delay);
-    }
-  }
+    },
+  });
+  retry.failingSince = null;
+  return result;
 }
 
 /**
