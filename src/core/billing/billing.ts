@@ -6,7 +6,7 @@
 // transaction that also records the code's outcome.
 import type { Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';
-import { type Clock, isoUtc, secondsUntilUtcMidnight } from '../clock.ts';
+import { isoUtc, secondsUntilUtcMidnight } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 
 /** Locks the account row of a customer and mode until the transaction ends (made when missing). */
@@ -43,19 +43,6 @@ export function billingRefusalError(r: BillingRefusal, now: Date): ApiError {
     case 'insufficient_funds':
       return new ApiError('insufficient_funds', 'wallet balance too low; top up through the bot, then retry');
   }
-}
-
-/**
- * Bills one held request of a job: from the include while any is open, else from the wallet.
- * Returns the micro-dollars taken from the wallet (0 for an included request).
- */
-export async function captureOne(tx: Queryable, jobId: string, clock: Clock): Promise<number> {
-  const r = await tx.query<{ micros: number }>(
-    'select billing_capture_one($1, $2) as micros',
-    [jobId, clock.now()],
-    'capture_one',
-  );
-  return r.rows[0]!.micros;
 }
 
 /** Refunds one held request of a job: a wallet one while any is open, else an included one. */

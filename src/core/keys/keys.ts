@@ -66,10 +66,6 @@ export async function revokeKey(q: Queryable, keyId: string, clock: Clock): Prom
   return r.rowCount > 0;
 }
 
-export async function findKeyByToken(q: Queryable, token: string): Promise<KeyRecord | null> {
-  return findKeyByDigest(q, sha256Hex(token));
-}
-
 export async function findKeyByDigest(q: Queryable, digest: string): Promise<KeyRecord | null> {
   const r = await q.query<KeyRecord>(
     `select k.id, k.customer_id as "customerId", k.mode, k.key_prefix as "keyPrefix", k.scopes,
