@@ -10,10 +10,12 @@
 // returning a consumed code to stock could sell it twice.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { type Dispatcher, Pool } from 'undici';
-import type { ActivationOutcome, Activator, CodeStatus } from '../core/redeem/activator.ts';
-import { CATALOG_UC } from '../core/stock/catalog.ts';
+import { Pool } from 'undici';
+import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
+import { type BreakerState, createBreaker } from './circuit-breaker.ts';
 import { createFairSemaphore } from './fair-semaphore.ts';
+import { type Exchange, exchangeOnce } from './http-exchange.ts';
+import { judgeActivation, judgeStatus } from './http-protocol.ts';
 
 export interface HttpActivatorOptions {
   /** The upstream's base URL (ACTIVATOR_URL); paths /v1/activate and /v1/status are appended. */
@@ -37,76 +39,11 @@ export interface HttpActivatorOptions {
   logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
-export type BreakerState = 'closed' | 'open' | 'half_open';
 
 export interface HttpActivator extends Activator {
   breakerState(): BreakerState;
   /** Closes the connection pool. */
   close(): Promise<void>;
-}
-
-/** Largest response body read; anything longer is not a protocol answer. */
-const MAX_RESPONSE_BYTES = 64 * 1024;
-
-/** What one HTTP exchange came to. */
-type Exchange =
-  | { kind: 'answer'; status: number; body: string; retryAfter?: string | undefined }
-  /** Never written to a socket: the upstream cannot have seen it. */
-  | { kind: 'not_sent'; reason: string; retryable: boolean }
-  /** Written (maybe in part), and no complete answer came back. */
-  | { kind: 'lost'; reason: string };
-
-const errorReason = (err: unknown) => {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  return typeof e?.code === 'string' ? e.code : typeof e?.message === 'string' ? e.message : 'error';
-};
-
-/**
- * Closed: calls go through; `failureThreshold` consecutive failures open it. Open: calls are
- * answered at once without the network. After `openMs`, one trial call goes through (half open):
- * its success closes the breaker, its failure opens it again.
- */
-function createBreaker(failureThreshold: number, openMs: number, onChange: (s: BreakerState) => void) {
-  let state: BreakerState = 'closed';
-  let failures = 0;
-  let openedAt = 0;
-  let probing = false;
-  const set = (next: BreakerState) => {
-    if (next !== state) {
-      state = next;
-      onChange(next);
-    }
-  };
-  return {
-    state: () => (state === 'open' && Date.now() - openedAt >= openMs ? 'half_open' : state),
-    /** 'go' for a normal call, 'probe' for the trial call, null when the call must not be made. */
-    admit(): 'go' | 'probe' | null {
-      if (state === 'closed') return 'go';
-      if (state === 'open' && Date.now() - openedAt >= openMs) set('half_open');
-      if (state === 'half_open' && !probing) {
-        probing = true;
-        return 'probe';
-      }
-      return null;
-    },
-    success() {
-      probing = false;
-      failures = 0;
-      set('closed');
-    },
-    failure() {
-      probing = false;
-      failures += 1;
-      if (state === 'half_open' || failures >= failureThreshold) {
-        openedAt = Date.now();
-        set('open');
-      }
-    },
-    /** A call that ended without telling anything about the upstream (no slot came free). */
-    neutral() {
-      probing = false;
-    },
-  };
 }
 
 /** What an exchange tells the breaker about the upstream's health. */
@@ -121,19 +58,6 @@ const MAX_BUSY_MS = 30_000;
 function retryAfterMs(header: string | undefined): number {
   const seconds = header !== undefined && /^\d{1,6}$/.test(header.trim()) ? Number(header.trim()) : null;
   return seconds === null ? DEFAULT_BUSY_MS : Math.min(MAX_BUSY_MS, Math.max(100, seconds * 1000));
-}
-
-function catalogCategory(uc: number | null): string | null {
-  return uc !== null && (CATALOG_UC as readonly number[]).includes(uc) ? String(uc) : null;
-}
-
-function parseObject(text: string): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }
 
 export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
@@ -166,80 +90,16 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
   };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
 
-  /** One POST, answered as an Exchange; never throws. */
-  function exchangeOnce(path: string, payload: unknown): Promise<Exchange> {
-    return new Promise((resolve) => {
-      let started = false;
-      let settled = false;
-      let controller: Dispatcher.DispatchController | null = null;
-      let status = 0;
-      let retryAfter: string | undefined;
-      let size = 0;
-      const chunks: Buffer[] = [];
-      const finish = (x: Exchange) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(x);
-      };
-      const timer = setTimeout(() => {
-        if (!started) return finish({ kind: 'not_sent', reason: 'timeout before sending', retryable: false });
-        finish({ kind: 'lost', reason: 'timeout' });
-        controller?.abort(new Error('upstream call timed out'));
-      }, timeoutMs);
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart(c) {
-          controller = c;
-          // Given up while still connecting: abort before a byte is written.
-          if (settled) return c.abort(new Error('gave up before sending'));
-          started = true;
-        },
-        onResponseStart(_c, statusCode, responseHeaders) {
-          status = statusCode;
-          const ra = responseHeaders['retry-after'];
-          retryAfter = Array.isArray(ra) ? ra[0] : ra;
-        },
-        onResponseData(c, chunk) {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) {
-            finish({ kind: 'lost', reason: 'response too large' });
-            c.abort(new Error('upstream response too large'));
-            return;
-          }
-          chunks.push(chunk);
-        },
-        onResponseEnd() {
-          finish({ kind: 'answer', status, body: Buffer.concat(chunks).toString('utf8'), retryAfter });
-        },
-        onResponseError(_c, err) {
-          finish(
-            started
-              ? { kind: 'lost', reason: errorReason(err) }
-              : { kind: 'not_sent', reason: errorReason(err), retryable: true },
-          );
-        },
-      };
-      try {
-        pool.dispatch(
-          {
-            origin: base.origin,
-            method: 'POST',
-            path: `${basePath}${path}`,
-            headers,
-            body: JSON.stringify(payload),
-          },
-          handler,
-        );
-      } catch (err) {
-        finish({ kind: 'not_sent', reason: errorReason(err), retryable: false });
-      }
-    });
-  }
-
   /** Retries only what surely was not sent, with short pauses. */
   async function exchange(path: string, payload: unknown): Promise<Exchange> {
+    const request = {
+      origin: base.origin,
+      path: `${basePath}${path}`,
+      headers,
+      body: JSON.stringify(payload),
+    };
     for (let attempt = 0; ; attempt++) {
-      const x = await exchangeOnce(path, payload);
+      const x = await exchangeOnce(pool, request, timeoutMs);
       const delay = retryDelays[attempt];
       if (x.kind !== 'not_sent' || !x.retryable || delay === undefined) return x;
       await sleep(delay);
@@ -297,52 +157,6 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
     } finally {
       release();
     }
-  }
-
-  function judgeActivation(x: Exchange): { result: ActivationOutcome; verdict: Verdict } {
-    const failed = (unknown: boolean): ActivationOutcome => ({ status: 'failed', unknown });
-    if (x.kind === 'not_sent') return { result: failed(false), verdict: 'failure' };
-    if (x.kind === 'lost') return { result: failed(true), verdict: 'failure' };
-    // The protocol: every 4xx is answered before the code is processed. It is an answer about
-    // this request, not a sign the upstream is down (contract 12.5).
-    if (x.status >= 400 && x.status < 500) return { result: failed(false), verdict: 'healthy' };
-    if (x.status !== 200) return { result: failed(true), verdict: 'failure' };
-    const body = parseObject(x.body);
-    switch (body?.result) {
-      case 'activated': {
-        // Consumed, whatever else the answer says; an odd uc only loses the category.
-        const uc = Number.isInteger(body.uc) && (body.uc as number) > 0 ? (body.uc as number) : null;
-        return {
-          result: { status: 'activated', unknown: false, uc, category: catalogCategory(uc) },
-          verdict: 'healthy',
-        };
-      }
-      case 'code_used':
-        return { result: { status: 'code_used', unknown: false }, verdict: 'healthy' };
-      case 'invalid_code':
-        return { result: { status: 'invalid_code', unknown: false }, verdict: 'healthy' };
-      case 'player_not_found':
-        return { result: { status: 'bad_player', unknown: false }, verdict: 'healthy' };
-      case 'failed':
-        // The upstream's own verdict: it did not consume the code.
-        return { result: failed(false), verdict: 'healthy' };
-      default:
-        // A 200 that is not the protocol: something in between is broken.
-        return { result: failed(true), verdict: 'failure' };
-    }
-  }
-
-  function judgeStatus(x: Exchange): { result: CodeStatus | null; verdict: Verdict } {
-    if (x.kind !== 'answer') return { result: null, verdict: 'failure' };
-    if (x.status >= 400 && x.status < 500) return { result: null, verdict: 'healthy' };
-    if (x.status !== 200) return { result: null, verdict: 'failure' };
-    const body = parseObject(x.body);
-    if (typeof body?.redeemed !== 'boolean') return { result: null, verdict: 'failure' };
-    const playerId = typeof body.player_id === 'string' ? body.player_id : null;
-    return {
-      result: body.redeemed ? { redeemed: true, playerId } : { redeemed: false },
-      verdict: 'healthy',
-    };
   }
 
   const describe = (x: Exchange | null) =>

@@ -1,7 +1,7 @@
 // Activator calls by result and latency, and the circuit breaker's state (contract 12.8): a
 // decorator around any Activator, so neither the sandbox nor the http client knows about metrics.
 
-import type { BreakerState } from '../activators/http.ts';
+import type { BreakerState } from '../activators/circuit-breaker.ts';
 import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import type { Metrics } from './registry.ts';
 
