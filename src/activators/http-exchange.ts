@@ -1,6 +1,7 @@
 // One HTTP exchange with the upstream, told apart by what matters for a code: was the request
 // written to a socket at all? A request is "sent" from the moment undici starts writing it (the
 // handler's onRequestStart); an error before that is surely not sent.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 
 /** Largest response body read; anything longer is not a protocol answer. */
@@ -82,4 +83,19 @@ export function exchangeOnce(
       finish({ kind: 'not_sent', reason: errorReason(err), retryable: false });
     }
   });
+}
+
+/** One POST, tried again after each pause of `retryDelaysMs` only while it surely was not sent. */
+export async function exchangeUnlessSent(
+  pool: Dispatcher,
+  request: { origin: string; path: string; headers: Record<string, string>; body: string },
+  timeoutMs: number,
+  retryDelaysMs: readonly number[],
+): Promise<Exchange> {
+  for (let attempt = 0; ; attempt++) {
+    const x = await exchangeOnce(pool, request, timeoutMs);
+    const delay = retryDelaysMs[attempt];
+    if (x.kind !== 'not_sent' || !x.retryable || delay === undefined) return x;
+    await sleep(delay);
+  }
 }

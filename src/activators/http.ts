@@ -14,7 +14,7 @@ import { Pool } from 'undici';
 import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import { type BreakerState, createBreaker } from './circuit-breaker.ts';
 import { createFairSemaphore } from './fair-semaphore.ts';
-import { type Exchange, exchangeOnce } from './http-exchange.ts';
+import { type Exchange, exchangeUnlessSent } from './http-exchange.ts';
 import { judgeActivation, judgeStatus } from './http-protocol.ts';
 
 export interface HttpActivatorOptions {
@@ -39,7 +39,6 @@ export interface HttpActivatorOptions {
   logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
-
 export interface HttpActivator extends Activator {
   breakerState(): BreakerState;
   /** Closes the connection pool. */
@@ -60,6 +59,27 @@ function retryAfterMs(header: string | undefined): number {
   return seconds === null ? DEFAULT_BUSY_MS : Math.min(MAX_BUSY_MS, Math.max(100, seconds * 1000));
 }
 
+function openPool(origin: string, timeoutMs: number, concurrency: number, connectTimeoutMs?: number) {
+  return new Pool(origin, {
+    connections: concurrency,
+    pipelining: 1,
+    connect: { timeout: connectTimeoutMs ?? Math.min(3000, timeoutMs) },
+    // Our own deadline governs; these only keep undici from giving up first.
+    headersTimeout: timeoutMs + 1000,
+    bodyTimeout: timeoutMs + 1000,
+  });
+}
+
+function requestHeaders(key: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    'user-agent': 'redeem-gateway',
+  };
+  if (key) headers.authorization = `Bearer ${key}`;
+  return headers;
+}
+
 export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
   const base = new URL(opts.url);
   const basePath = base.pathname.replace(/\/+$/, '');
@@ -67,14 +87,7 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
   const concurrency = opts.concurrency ?? 16;
   const retryDelays = opts.retryDelaysMs ?? [50, 250];
   const logger = opts.logger;
-  const pool = new Pool(base.origin, {
-    connections: concurrency,
-    pipelining: 1,
-    connect: { timeout: opts.connectTimeoutMs ?? Math.min(3000, timeoutMs) },
-    // Our own deadline governs; these only keep undici from giving up first.
-    headersTimeout: timeoutMs + 1000,
-    bodyTimeout: timeoutMs + 1000,
-  });
+  const pool = openPool(base.origin, timeoutMs, concurrency, opts.connectTimeoutMs);
   // Shared fairly: while another customer waits, no customer holds more than half the calls.
   const slots = createFairSemaphore(concurrency);
   // Until when (ms) the upstream asked us to hold off (a 429); calls wait for it, within their deadline.
@@ -83,28 +96,15 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
     if (s === 'open') logger?.warn({ upstream: base.origin }, 'upstream circuit breaker open');
     else logger?.info({ upstream: base.origin, state: s }, `upstream circuit breaker ${s.replace('_', ' ')}`);
   });
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json',
-    'user-agent': 'redeem-gateway',
-  };
-  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  const headers = requestHeaders(opts.key);
 
-  /** Retries only what surely was not sent, with short pauses. */
-  async function exchange(path: string, payload: unknown): Promise<Exchange> {
-    const request = {
-      origin: base.origin,
-      path: `${basePath}${path}`,
-      headers,
-      body: JSON.stringify(payload),
-    };
-    for (let attempt = 0; ; attempt++) {
-      const x = await exchangeOnce(pool, request, timeoutMs);
-      const delay = retryDelays[attempt];
-      if (x.kind !== 'not_sent' || !x.retryable || delay === undefined) return x;
-      await sleep(delay);
-    }
-  }
+  const exchange = (path: string, payload: unknown) =>
+    exchangeUnlessSent(
+      pool,
+      { origin: base.origin, path: `${basePath}${path}`, headers, body: JSON.stringify(payload) },
+      timeoutMs,
+      retryDelays,
+    );
 
   /**
    * Runs one call under the breaker and the concurrency bound. `judge` turns the exchange into a
