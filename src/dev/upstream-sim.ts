@@ -125,39 +125,101 @@ export function parseFaults(input: unknown): FaultRule[] {
   });
 }
 
-export function createUpstreamSim(opts: UpstreamSimOptions): UpstreamSim {
-  const expected = Buffer.from(`Bearer ${opts.key}`);
-  const random = opts.random ?? Math.random;
-  const seeded = new Map(Object.entries(opts.codes ?? {}));
-  const redeemed = new Map<string, Redemption>();
-  let faults: FaultRule[] = parseFaults(opts.faults ?? []);
-  const emptyStats = (): SimStats => ({
-    requests: { activate: 0, status: 0 },
-    inFlight: 0,
-    maxInFlight: 0,
-    faults: { latency: 0, error: 0, hang: 0, reset: 0, garbage: 0 },
-    redeemed: 0,
+function send(res: ServerResponse, status: number, body: unknown) {
+  if (res.destroyed || res.writableEnded) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
   });
-  let stats = emptyStats();
+  res.end(text);
+}
 
-  const authorized = (req: IncomingMessage) => {
-    const got = Buffer.from(req.headers.authorization ?? '');
-    return got.length === expected.length && timingSafeEqual(got, expected);
-  };
+/** Applies a fault; true when it answered (or dropped) the request. */
+function applyFault(rule: FaultRule, req: IncomingMessage, res: ServerResponse): boolean {
+  switch (rule.kind) {
+    case 'error':
+      send(res, rule.status ?? 500, { error: 'internal', message: 'simulated upstream error' });
+      return true;
+    case 'hang':
+      // Never answer: the client gives up, or close() drops the connection.
+      return true;
+    case 'reset':
+      req.socket.destroy();
+      return true;
+    case 'garbage': {
+      const text = '<html><body>502 Bad Gateway: simulated garbage</body></html>';
+      res.writeHead(200, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new BadRequest('body too large');
+    chunks.push(chunk as Buffer);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new BadRequest('body is not JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new BadRequest('body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** A string field of a protocol body, checked against `pattern`. */
+const field = (body: Record<string, unknown>, name: string, pattern: RegExp) => {
+  const v = body[name];
+  if (typeof v !== 'string' || !pattern.test(v)) throw new BadRequest(`${name} is missing or malformed`);
+  return v;
+};
+
+const emptyStats = (): SimStats => ({
+  requests: { activate: 0, status: 0 },
+  inFlight: 0,
+  maxInFlight: 0,
+  faults: { latency: 0, error: 0, hang: 0, reset: 0, garbage: 0 },
+  redeemed: 0,
+});
+
+/** The simulated upstream's memory: the codes it knows and redeemed, its faults and counters. */
+class SimState {
+  readonly seeded: Map<string, number>;
+  readonly redeemed = new Map<string, Redemption>();
+  faults: FaultRule[];
+  stats = emptyStats();
+
+  constructor(
+    opts: UpstreamSimOptions,
+    private readonly random: () => number = opts.random ?? Math.random,
+  ) {
+    this.seeded = new Map(Object.entries(opts.codes ?? {}));
+    this.faults = parseFaults(opts.faults ?? []);
+  }
 
   /** The latency to add before and after processing, and the one other fault to apply. */
-  function pickFaults(path: 'activate' | 'status', code: string) {
+  pickFaults(path: 'activate' | 'status', code: string) {
     let before = 0;
     let after = 0;
     let action: FaultRule | undefined;
-    for (const rule of faults) {
+    for (const rule of this.faults) {
       if ((rule.path ?? 'activate') !== 'any' && (rule.path ?? 'activate') !== path) continue;
       if (rule.match !== undefined && !code.includes(rule.match)) continue;
       if (rule.count !== undefined && rule.count <= 0) continue;
       if (rule.kind !== 'latency' && action) continue;
-      if (random() >= (rule.rate ?? 1)) continue;
+      if (this.random() >= (rule.rate ?? 1)) continue;
       if (rule.count !== undefined) rule.count -= 1;
-      stats.faults[rule.kind] += 1;
+      this.stats.faults[rule.kind] += 1;
       if (rule.kind === 'latency') {
         if ((rule.stage ?? 'after') === 'before') before += rule.ms ?? 100;
         else after += rule.ms ?? 100;
@@ -166,138 +228,112 @@ export function createUpstreamSim(opts: UpstreamSimOptions): UpstreamSim {
     return { before, after, action };
   }
 
-  function send(res: ServerResponse, status: number, body: unknown) {
-    if (res.destroyed || res.writableEnded) return;
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(text),
-    });
-    res.end(text);
-  }
-
-  /** Applies a fault; true when it answered (or dropped) the request. */
-  function applyFault(rule: FaultRule, req: IncomingMessage, res: ServerResponse): boolean {
-    switch (rule.kind) {
-      case 'error':
-        send(res, rule.status ?? 500, { error: 'internal', message: 'simulated upstream error' });
-        return true;
-      case 'hang':
-        // Never answer: the client gives up, or close() drops the connection.
-        return true;
-      case 'reset':
-        req.socket.destroy();
-        return true;
-      case 'garbage': {
-        const text = '<html><body>502 Bad Gateway: simulated garbage</body></html>';
-        res.writeHead(200, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(text) });
-        res.end(text);
-        return true;
-      }
-      default:
-        return false;
-    }
-  }
-
-  function activate(code: string, playerId: string): Record<string, unknown> {
+  activate(code: string, playerId: string): Record<string, unknown> {
     if (playerId.startsWith('000')) return { result: 'player_not_found' };
     if (code.includes('FAIL')) return { result: 'failed', reason: 'simulated failure: code not consumed' };
-    if (redeemed.has(code)) return { result: 'code_used' };
-    const uc = ucOf(code, seeded);
+    if (this.redeemed.has(code)) return { result: 'code_used' };
+    const uc = ucOf(code, this.seeded);
     if (uc === null) return { result: 'invalid_code' };
     const activationId = `act_${randomBytes(10).toString('hex')}`;
-    redeemed.set(code, { playerId, activationId, uc });
-    stats.redeemed = redeemed.size;
+    this.redeemed.set(code, { playerId, activationId, uc });
+    this.stats.redeemed = this.redeemed.size;
     return { result: 'activated', uc, activation_id: activationId, nickname: `Player${playerId.slice(-4)}` };
   }
 
-  function status(code: string): Record<string, unknown> {
-    const r = redeemed.get(code);
+  status(code: string): Record<string, unknown> {
+    const r = this.redeemed.get(code);
     return r ? { redeemed: true, player_id: r.playerId, activation_id: r.activationId } : { redeemed: false };
   }
 
-  async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY) throw new BadRequest('body too large');
-      chunks.push(chunk as Buffer);
+  addCodes(codes: Record<string, unknown>): number {
+    for (const [code, uc] of Object.entries(codes)) {
+      if (!Number.isInteger(uc) || (uc as number) <= 0)
+        throw new BadRequest(`uc of ${code} must be a positive integer`);
+      this.seeded.set(code, uc as number);
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      throw new BadRequest('body is not JSON');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw new BadRequest('body must be a JSON object');
-    return body as Record<string, unknown>;
+    return Object.keys(codes).length;
   }
 
-  const field = (body: Record<string, unknown>, name: string, pattern: RegExp) => {
-    const v = body[name];
-    if (typeof v !== 'string' || !pattern.test(v)) throw new BadRequest(`${name} is missing or malformed`);
-    return v;
+  resetStats(): void {
+    const { inFlight } = this.stats;
+    this.stats = { ...emptyStats(), inFlight, maxInFlight: inFlight, redeemed: this.redeemed.size };
+  }
+
+  /** Counts a protocol request in flight until its response ends. */
+  track(res: ServerResponse): void {
+    this.stats.inFlight += 1;
+    this.stats.maxInFlight = Math.max(this.stats.maxInFlight, this.stats.inFlight);
+    let done = false;
+    const leave = () => {
+      if (done) return;
+      done = true;
+      this.stats.inFlight -= 1;
+    };
+    res.once('finish', leave);
+    res.once('close', leave);
+  }
+}
+
+async function handleProtocol(
+  sim: SimState,
+  path: 'activate' | 'status',
+  req: IncomingMessage,
+  res: ServerResponse,
+) {
+  sim.stats.requests[path] += 1;
+  const body = await readJson(req);
+  const code = field(body, 'code', /^[\x21-\x7e]{1,128}$/);
+  const playerId = path === 'activate' ? field(body, 'player_id', /^\d{1,32}$/) : '';
+  const { before, after, action } = sim.pickFaults(path, code);
+  if (before) await sleep(before);
+  if (action && (action.stage ?? 'after') === 'before' && applyFault(action, req, res)) return;
+  const answer = path === 'activate' ? sim.activate(code, playerId) : sim.status(code);
+  if (after) await sleep(after);
+  if (action && (action.stage ?? 'after') === 'after' && applyFault(action, req, res)) return;
+  send(res, 200, answer);
+}
+
+async function handleAdmin(sim: SimState, path: string, req: IncomingMessage, res: ServerResponse) {
+  if (path === '/_sim/state' && req.method === 'GET')
+    return send(res, 200, { stats: sim.stats, faults: sim.faults });
+  if (path === '/_sim/faults' && (req.method === 'POST' || req.method === 'PUT')) {
+    sim.faults = parseFaults((await readJson(req)).faults);
+    return send(res, 200, { faults: sim.faults });
+  }
+  if (path === '/_sim/faults' && req.method === 'DELETE') {
+    sim.faults = [];
+    return send(res, 200, { faults: sim.faults });
+  }
+  if (path === '/_sim/codes' && req.method === 'POST') {
+    const codes = (await readJson(req)).codes;
+    if (typeof codes !== 'object' || codes === null || Array.isArray(codes))
+      throw new BadRequest('codes must be an object of code → uc');
+    return send(res, 200, { added: sim.addCodes(codes as Record<string, unknown>) });
+  }
+  if (path === '/_sim/stats/reset' && req.method === 'POST') {
+    sim.resetStats();
+    return send(res, 200, { stats: sim.stats });
+  }
+  return send(res, 404, { error: 'not_found' });
+}
+
+function routeOf(path: string): 'activate' | 'status' | 'admin' | null {
+  if (path === '/v1/activate') return 'activate';
+  if (path === '/v1/status') return 'status';
+  return path.startsWith('/_sim/') ? 'admin' : null;
+}
+
+export function createUpstreamSim(opts: UpstreamSimOptions): UpstreamSim {
+  const expected = Buffer.from(`Bearer ${opts.key}`);
+  const sim = new SimState(opts);
+  const authorized = (req: IncomingMessage) => {
+    const got = Buffer.from(req.headers.authorization ?? '');
+    return got.length === expected.length && timingSafeEqual(got, expected);
   };
-
-  async function handleProtocol(path: 'activate' | 'status', req: IncomingMessage, res: ServerResponse) {
-    stats.requests[path] += 1;
-    const body = await readJson(req);
-    const code = field(body, 'code', /^[\x21-\x7e]{1,128}$/);
-    const playerId = path === 'activate' ? field(body, 'player_id', /^\d{1,32}$/) : '';
-    const { before, after, action } = pickFaults(path, code);
-    if (before) await sleep(before);
-    if (action && (action.stage ?? 'after') === 'before' && applyFault(action, req, res)) return;
-    const answer = path === 'activate' ? activate(code, playerId) : status(code);
-    if (after) await sleep(after);
-    if (action && (action.stage ?? 'after') === 'after' && applyFault(action, req, res)) return;
-    send(res, 200, answer);
-  }
-
-  async function handleAdmin(path: string, req: IncomingMessage, res: ServerResponse) {
-    if (path === '/_sim/state' && req.method === 'GET') return send(res, 200, { stats: stats, faults });
-    if (path === '/_sim/faults' && (req.method === 'POST' || req.method === 'PUT')) {
-      faults = parseFaults((await readJson(req)).faults);
-      return send(res, 200, { faults });
-    }
-    if (path === '/_sim/faults' && req.method === 'DELETE') {
-      faults = [];
-      return send(res, 200, { faults });
-    }
-    if (path === '/_sim/codes' && req.method === 'POST') {
-      const codes = (await readJson(req)).codes;
-      if (typeof codes !== 'object' || codes === null || Array.isArray(codes))
-        throw new BadRequest('codes must be an object of code → uc');
-      for (const [code, uc] of Object.entries(codes)) {
-        if (!Number.isInteger(uc) || (uc as number) <= 0)
-          throw new BadRequest(`uc of ${code} must be a positive integer`);
-        seeded.set(code, uc as number);
-      }
-      return send(res, 200, { added: Object.keys(codes).length });
-    }
-    if (path === '/_sim/stats/reset' && req.method === 'POST') {
-      stats = {
-        ...emptyStats(),
-        inFlight: stats.inFlight,
-        maxInFlight: stats.inFlight,
-        redeemed: redeemed.size,
-      };
-      return send(res, 200, { stats });
-    }
-    return send(res, 404, { error: 'not_found' });
-  }
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
-    const route =
-      path === '/v1/activate'
-        ? 'activate'
-        : path === '/v1/status'
-          ? 'status'
-          : path.startsWith('/_sim/')
-            ? 'admin'
-            : null;
+    const route = routeOf(path);
     if (route === null) return send(res, 404, { error: 'not_found' });
     if (route !== 'admin' && req.method !== 'POST') return send(res, 405, { error: 'method_not_allowed' });
     // Authentication comes before any processing: a 401 never touches a code.
@@ -305,20 +341,8 @@ export function createUpstreamSim(opts: UpstreamSimOptions): UpstreamSim {
       req.resume();
       return send(res, 401, { error: 'unauthorized' });
     }
-    const counted = route !== 'admin';
-    if (counted) {
-      stats.inFlight += 1;
-      stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
-      let done = false;
-      const leave = () => {
-        if (done) return;
-        done = true;
-        stats.inFlight -= 1;
-      };
-      res.once('finish', leave);
-      res.once('close', leave);
-    }
-    const work = route === 'admin' ? handleAdmin(path, req, res) : handleProtocol(route, req, res);
+    if (route !== 'admin') sim.track(res);
+    const work = route === 'admin' ? handleAdmin(sim, path, req, res) : handleProtocol(sim, route, req, res);
     work.catch((err: unknown) => {
       if (err instanceof BadRequest) send(res, 400, { error: 'bad_request', message: err.message });
       else send(res, 500, { error: 'internal' });
@@ -346,20 +370,13 @@ export function createUpstreamSim(opts: UpstreamSimOptions): UpstreamSim {
       await closed;
     },
     setFaults(next) {
-      faults = parseFaults(next);
+      sim.faults = parseFaults(next);
     },
     addCodes(codes) {
-      for (const [code, uc] of Object.entries(codes)) seeded.set(code, uc);
+      sim.addCodes(codes);
     },
-    redemption: (code) => redeemed.get(code),
-    stats: () => structuredClone(stats),
-    resetStats() {
-      stats = {
-        ...emptyStats(),
-        inFlight: stats.inFlight,
-        maxInFlight: stats.inFlight,
-        redeemed: redeemed.size,
-      };
-    },
+    redemption: (code) => sim.redeemed.get(code),
+    stats: () => structuredClone(sim.stats),
+    resetStats: () => sim.resetStats(),
   };
 }
