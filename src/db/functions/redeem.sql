@@ -189,19 +189,21 @@ begin
 end $$;
 
 -- Records one code's outcome with its capture or release and its stock state, and keeps the
--- job's lease; with p.finish, the code that completes a sync job also finishes it and its key
+-- job's lease; with p_finish, the code that completes a sync job also finishes it and its key
 -- (job_finish_sync_as) and returns what the answer needs: the status, the codes and the account;
--- with p.finish_event_id, the code that completes an async job completes it and puts its
+-- with p_finish_event_id, the code that completes an async job completes it and puts its
 -- redeem.completed event in the outbox (job_finish_async), one commit less per async job.
 -- {"recorded": false} when the outcome was recorded already (by recovery racing a slow
 -- process): never billed twice.
--- p: job_id, position, from_state, status, error_code, disposition, billed, category, uc, now,
---    lease_until, stock_state, finish, finish_event_id, owner, customer_id, mode, day, request_id.
-create or replace function redeem_record_outcome(p jsonb) returns jsonb
+-- Typed arguments, not a jsonb bag: PostgreSQL checks each value's type at the call (one round
+-- trip either way), and core/redeem-run.ts recordOutcome passes them in this order.
+create or replace function redeem_record_outcome(
+  p_job text, p_position integer, p_from_state text, p_status text, p_error_code text, p_disposition text,
+  p_billed boolean, p_category text, p_uc integer, p_now timestamptz, p_lease_until timestamptz,
+  p_stock_state text, p_finish boolean, p_finish_event_id text, p_owner text, p_customer bigint, p_mode text,
+  p_day date, p_request_id text) returns jsonb
 language plpgsql as $$
 declare
-  v_job text := p->>'job_id';
-  v_now timestamptz := (p->>'now')::timestamptz;
   v_stock bigint;
   v_wallet bigint := 0;
   v_moved integer;
@@ -211,45 +213,45 @@ declare
   v_result jsonb;
 begin
   update job_codes
-     set state = 'done', status = p->>'status', error_code = p->>'error_code', disposition = p->>'disposition',
-         billed = (p->>'billed')::boolean, category = coalesce(category, p->>'category'),
-         uc = coalesce(uc, (p->>'uc')::integer), finished_at = v_now
-   where job_id = v_job and position = (p->>'position')::integer and state = p->>'from_state'
+     set state = 'done', status = p_status, error_code = p_error_code, disposition = p_disposition,
+         billed = p_billed, category = coalesce(category, p_category),
+         uc = coalesce(uc, p_uc), finished_at = p_now
+   where job_id = p_job and position = p_position and state = p_from_state
   returning stock_id into v_stock;
   if not found then
     return jsonb_build_object('recorded', false);
   end if;
-  if (p->>'billed')::boolean then
-    v_wallet := billing_capture_one(v_job, v_now);
+  if p_billed then
+    v_wallet := billing_capture_one(p_job, p_now);
   else
-    perform billing_release_one(v_job);
+    perform billing_release_one(p_job);
   end if;
   if v_stock is not null then
-    v_moved := stock_set_state(array[v_stock], p->>'stock_state', v_now);
+    v_moved := stock_set_state(array[v_stock], p_stock_state, p_now);
   end if;
   v_result := jsonb_build_object('recorded', true, 'wallet_micros', v_wallet);
-  if coalesce((p->>'finish')::boolean, false) or p->>'finish_event_id' is not null then
+  if p_finish or p_finish_event_id is not null then
     -- One scan of the job's codes: all done (this was the last), and whether one was activated.
     select bool_and(state = 'done'), coalesce(bool_or(state = 'done' and status = 'activated'), false)
       into v_all_done, v_activated
-      from job_codes where job_id = v_job;
-    if v_all_done and p->>'finish_event_id' is not null then
+      from job_codes where job_id = p_job;
+    if v_all_done and p_finish_event_id is not null then
       -- An async job: completed, with its redeem.completed event in the outbox.
-      if job_finish_async(v_job, v_now, p->>'owner', p->>'finish_event_id') then
+      if job_finish_async(p_job, p_now, p_owner, p_finish_event_id) then
         return v_result || jsonb_build_object('finished_async', true);
       end if;
     elsif v_all_done then
-      v_status := job_finish_sync_as(v_job, v_now, p->>'owner', (p->>'customer_id')::bigint, p->>'mode',
-                                     p->>'request_id', case when v_activated then 200 else 422 end);
+      v_status := job_finish_sync_as(p_job, p_now, p_owner, p_customer, p_mode, p_request_id,
+                                     case when v_activated then 200 else 422 end);
       if v_status is not null then
         return v_result || jsonb_build_object(
           'finished', v_status,
-          'codes', job_codes_json(v_job),
-          'account', account_state((p->>'customer_id')::bigint, p->>'mode', (p->>'day')::date));
+          'codes', job_codes_json(p_job),
+          'account', account_state(p_customer, p_mode, p_day));
       end if;
     end if;
   end if;
   -- Codes still to record: the job stays ours a while longer (a finished job needs no lease).
-  update jobs set lease_expires_at = greatest(lease_expires_at, (p->>'lease_until')::timestamptz) where id = v_job;
+  update jobs set lease_expires_at = greatest(lease_expires_at, p_lease_until) where id = p_job;
   return v_result;
 end $$;
