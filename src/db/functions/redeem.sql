@@ -15,42 +15,42 @@
 -- disabled: the caller authenticates it again for the contract's answer), takes a burst slot
 -- when asked, locks the account and reads the idempotency key. Returns the key's verdict:
 -- conflict, in_progress, interrupted, replay, or new (with the released job to resume, if any).
--- p: key_id, check_key, burst, now_ms, window_ms, limit, customer_id, mode, now, idempotency_key,
---    fingerprint.
-create or replace function redeem_begin(p jsonb) returns jsonb
+-- Typed arguments, here and below, not a jsonb bag: PostgreSQL checks each value's type at the
+-- call (one round trip either way); core/redeem.ts passes them in this order.
+create or replace function redeem_begin(
+  p_key_id text, p_check_key boolean, p_burst boolean, p_now_ms bigint, p_window_ms bigint, p_limit bigint,
+  p_customer bigint, p_mode text, p_now timestamptz, p_idempotency_key text, p_fingerprint text) returns jsonb
 language plpgsql as $$
 declare
-  v_customer bigint := (p->>'customer_id')::bigint;
-  v_mode text := p->>'mode';
   v_hits bigint[];
   v_burst record;
   v_locked boolean;
   k record;
   v_job record;
 begin
-  if coalesce((p->>'check_key')::boolean, false) then
+  if coalesce(p_check_key, false) then
     perform 1 from api_keys ak join customers c on c.id = ak.customer_id
-     where ak.id = p->>'key_id' and ak.revoked_at is null and c.disabled_at is null;
+     where ak.id = p_key_id and ak.revoked_at is null and c.disabled_at is null;
     if not found then
       return jsonb_build_object('kind', 'recheck');
     end if;
   end if;
-  if coalesce((p->>'burst')::boolean, false) then
-    v_burst := burst_take(p->>'key_id', (p->>'now_ms')::bigint, (p->>'window_ms')::bigint, (p->>'limit')::bigint);
+  if coalesce(p_burst, false) then
+    v_burst := burst_take(p_key_id, p_now_ms, p_window_ms, p_limit);
     v_hits := v_burst.hits;
     if not v_burst.ok then
       return jsonb_build_object('kind', 'rate_limited', 'hits', v_hits);
     end if;
   end if;
-  v_locked := account_lock(v_customer, v_mode);
+  v_locked := account_lock(p_customer, p_mode);
   select fingerprint, state, job_id, response_status, response_request_id into k
     from idempotency_keys
-   where customer_id = v_customer and mode = v_mode and key = p->>'idempotency_key'
-     and expires_at > (p->>'now')::timestamptz;
+   where customer_id = p_customer and mode = p_mode and key = p_idempotency_key
+     and expires_at > p_now;
   if not found then
     return jsonb_build_object('kind', 'new', 'previous', null, 'hits', v_hits);
   end if;
-  if k.fingerprint <> p->>'fingerprint' then
+  if k.fingerprint <> p_fingerprint then
     return jsonb_build_object('kind', 'conflict', 'hits', v_hits);
   end if;
   if k.state = 'in_progress' then
@@ -70,46 +70,49 @@ end $$;
 
 -- Phase 1, second half (steps 12 on, with the account locked by redeem_begin): holds billing for
 -- the codes still to attempt, writes the job, copies the outcomes an earlier job of the same key
--- recorded, inserts the codes (the first p.sending of them already `sending`: marked out with
+-- recorded, inserts the codes (the first p_sending of them already `sending`: marked out with
 -- the upstream in this same commit, unless the same code is out for another request right now)
 -- and takes the idempotency key (an async job's key replays its 202 from now on).
 -- Returns {"kind": "started", "job_id", "todo": [positions to attempt], "sending": [those of them
 -- marked]} or a billing refusal.
--- p: job_id, customer_id, mode, now, day, idempotency_key, fingerprint, request_id, is_async,
---    source, player_id, reference, previous, owner, lease_until, expires_at, sending,
---    codes: [{position, hash, encrypted, last4, stock_id, category, uc}].
-create or replace function redeem_create_job(p jsonb) returns jsonb
+-- p_codes: [{position, hash, encrypted, last4, stock_id, category, uc}] (a list of records; jsonb
+-- keeps it one argument).
+create or replace function redeem_create_job(
+  p_job text, p_customer bigint, p_mode text, p_now timestamptz, p_day date, p_idempotency_key text,
+  p_fingerprint text, p_request_id text, p_is_async boolean, p_source text, p_player_id text, p_reference text,
+  p_previous text, p_owner text, p_lease_until timestamptz, p_expires_at timestamptz, p_sending integer,
+  p_codes jsonb) returns jsonb
 language plpgsql as $$
 declare
-  v_job text := p->>'job_id';
-  v_customer bigint := (p->>'customer_id')::bigint;
-  v_mode text := p->>'mode';
-  v_now timestamptz := (p->>'now')::timestamptz;
-  v_async boolean := (p->>'is_async')::boolean;
-  v_previous text := p->>'previous';
+  v_job text := p_job;
+  v_customer bigint := p_customer;
+  v_mode text := p_mode;
+  v_now timestamptz := p_now;
+  v_async boolean := p_is_async;
+  v_previous text := p_previous;
   v_todo integer;
   v_todo_codes jsonb[];
   v_reused integer := 0;
   v_hold jsonb;
   v_sending integer[] := '{}';
   v_todo_positions integer[] := '{}';
-  v_sending_max integer := coalesce((p->>'sending')::integer, 0);
+  v_sending_max integer := coalesce(p_sending, 0);
   c jsonb;
 begin
   -- The codes still to attempt, in position order: those whose outcome an earlier job of the
   -- same key has not recorded.
   select coalesce(array_agg(e order by (e->>'position')::integer), '{}') into v_todo_codes
-    from jsonb_array_elements(p->'codes') e
+    from jsonb_array_elements(p_codes) e
    where v_previous is null or not exists (
      select 1 from job_codes d where d.job_id = v_previous and d.position = (e->>'position')::integer and d.state = 'done');
   v_todo := cardinality(v_todo_codes);
   if v_todo > 0 then
-    v_hold := billing_hold(v_customer, v_mode, v_now, (p->>'day')::date, v_todo);
+    v_hold := billing_hold(v_customer, v_mode, v_now, p_day, v_todo);
     if v_hold ? 'refusal' then
       return v_hold;
     end if;
   else
-    v_hold := jsonb_build_object('day', p->>'day', 'rate', 0, 'included', 0, 'wallet', 0);
+    v_hold := jsonb_build_object('day', p_day, 'rate', 0, 'included', 0, 'wallet', 0);
   end if;
   if v_previous is not null then
     select count(*) into v_reused from job_codes where job_id = v_previous and state = 'done';
@@ -117,12 +120,12 @@ begin
   insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, reference, total,
                     hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at,
                     started_at, request_id)
-  values (v_job, v_customer, v_mode, p->>'idempotency_key', v_async, case when v_async then 'queued' else 'running' end,
-          p->>'source', p->>'player_id', p->>'reference', v_reused + v_todo,
+  values (v_job, v_customer, v_mode, p_idempotency_key, v_async, case when v_async then 'queued' else 'running' end,
+          p_source, p_player_id, p_reference, v_reused + v_todo,
           (v_hold->>'day')::date, (v_hold->>'rate')::bigint, (v_hold->>'included')::integer, (v_hold->>'wallet')::integer,
-          case when v_async then null else p->>'owner' end,
-          case when v_async then null else (p->>'lease_until')::timestamptz end,
-          v_now, case when v_async then null else v_now end, p->>'request_id');
+          case when v_async then null else p_owner end,
+          case when v_async then null else p_lease_until end,
+          v_now, case when v_async then null else v_now end, p_request_id);
   if v_previous is not null then
     insert into job_codes (job_id, position, code_hash, code_encrypted, code_length, last4, stock_id, category, uc,
                            state, status, error_code, disposition, billed, reused, finished_at)
@@ -152,9 +155,9 @@ begin
   -- An expired key (older than 24 hours) is replaced as if it were absent.
   insert into idempotency_keys (customer_id, mode, key, fingerprint, state, job_id, created_at, expires_at,
                                 response_status, response_request_id)
-  values (v_customer, v_mode, p->>'idempotency_key', p->>'fingerprint', case when v_async then 'done' else 'in_progress' end,
-          v_job, v_now, (p->>'expires_at')::timestamptz,
-          case when v_async then 202 end, case when v_async then p->>'request_id' end)
+  values (v_customer, v_mode, p_idempotency_key, p_fingerprint, case when v_async then 'done' else 'in_progress' end,
+          v_job, v_now, p_expires_at,
+          case when v_async then 202 end, case when v_async then p_request_id end)
   on conflict (customer_id, mode, key) do update
     set fingerprint = excluded.fingerprint, state = excluded.state, job_id = excluded.job_id,
         response_status = excluded.response_status, response_request_id = excluded.response_request_id,
@@ -167,17 +170,25 @@ end $$;
 -- Phase 1 of a redeem of the caller's own codes, in one round trip: redeem_begin, then
 -- redeem_create_job. Every answer carries the burst window (hits) and the account state after
 -- it (for the quota headers); a refusal commits only the burst slot it took.
-create or replace function redeem_start(p jsonb) returns jsonb
+create or replace function redeem_start(
+  p_key_id text, p_check_key boolean, p_burst boolean, p_now_ms bigint, p_window_ms bigint, p_limit bigint,
+  p_customer bigint, p_mode text, p_now timestamptz, p_idempotency_key text, p_fingerprint text,
+  p_job text, p_day date, p_request_id text, p_is_async boolean, p_source text, p_player_id text,
+  p_reference text, p_owner text, p_lease_until timestamptz, p_expires_at timestamptz, p_sending integer,
+  p_codes jsonb) returns jsonb
 language plpgsql as $$
 declare
-  v_begin jsonb := redeem_begin(p);
+  v_begin jsonb := redeem_begin(p_key_id, p_check_key, p_burst, p_now_ms, p_window_ms, p_limit, p_customer, p_mode,
+                                p_now, p_idempotency_key, p_fingerprint);
   v_result jsonb;
 begin
   if v_begin->>'kind' = 'recheck' or v_begin->>'kind' = 'rate_limited' then
     return v_begin;
   end if;
   if v_begin->>'kind' = 'new' then
-    v_result := redeem_create_job(p || jsonb_build_object('previous', v_begin->'previous'));
+    v_result := redeem_create_job(p_job, p_customer, p_mode, p_now, p_day, p_idempotency_key, p_fingerprint,
+                                  p_request_id, p_is_async, p_source, p_player_id, p_reference,
+                                  v_begin->>'previous', p_owner, p_lease_until, p_expires_at, p_sending, p_codes);
   else
     v_result := v_begin;
   end if;
@@ -185,7 +196,7 @@ begin
   return v_result || jsonb_build_object(
     'hits', v_begin->'hits',
     'account', coalesce(v_result->'account',
-                        account_state((p->>'customer_id')::bigint, p->>'mode', (p->>'day')::date)));
+                        account_state(p_customer, p_mode, p_day)));
 end $$;
 
 -- Records one code's outcome with its capture or release and its stock state, and keeps the
