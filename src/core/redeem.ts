@@ -5,7 +5,7 @@
 //   the outcome with its capture or release in one commit; the commit of a sync job's last
 //   outcome also finishes the job and makes its key replayable.
 // A sync redeem of one code is thus two commits, each one statement calling one SQL function
-// (migration 0011). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
+// (src/db/functions/). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
 
 import { isConnectionError, type Queryable } from '../db/database.ts';
 import { ApiError } from '../http/errors.ts';

@@ -77,7 +77,7 @@ async function appliedChecksums(tx: Queryable): Promise<Map<number, { name: stri
     applied_at timestamptz not null default now()
   )`);
   // A database migrated before checksums were recorded cannot be checked: its migrations 0011 to
-  // 0014 defined functions that now live in src/db/functions/ (README "Database schema").
+  // 0014 defined functions that now live in src/db/functions/ (README: recreate it).
   const column = await tx.query(
     `select 1 from information_schema.columns
       where table_schema = current_schema() and table_name = 'schema_migrations' and column_name = 'checksum'`,
