@@ -130,25 +130,20 @@ export const SQL_REDEEM_FIXTURES = [
   // variables have no text type): the customer and a random request number.
   `create function bench_start(c bigint, n bigint) returns jsonb language plpgsql as $$
    begin
-     return redeem_start(jsonb_build_object(
-       'key_id', 'key' || c, 'check_key', true, 'burst', true,
-       'now_ms', (extract(epoch from clock_timestamp()) * 1000)::bigint, 'window_ms', 10000, 'limit', 1000000,
-       'customer_id', c, 'mode', 'test', 'now', clock_timestamp(), 'day', current_date,
-       'idempotency_key', 'idem' || n, 'fingerprint', md5(n::text), 'request_id', 'req' || n,
-       'is_async', false, 'source', 'codes', 'player_id', '5123456789', 'reference', null, 'owner', 'bench',
-       'lease_until', clock_timestamp() + interval '30 s', 'expires_at', clock_timestamp() + interval '1 day',
-       'sending', 4, 'job_id', 'job' || n,
-       'codes', jsonb_build_array(jsonb_build_object('position', 0, 'hash', md5('code' || n),
+     return redeem_start(
+       'key' || c, true, true, (extract(epoch from clock_timestamp()) * 1000)::bigint, 10000, 1000000,
+       c, 'test', clock_timestamp(), 'idem' || n, md5(n::text),
+       'job' || n, current_date, 'req' || n, false, 'codes', '5123456789', null, 'bench',
+       clock_timestamp() + interval '30 s', clock_timestamp() + interval '1 day', 4,
+       jsonb_build_array(jsonb_build_object('position', 0, 'hash', md5('code' || n),
          'encrypted', 'v2:bench:' || md5('code' || n), 'last4', right(n::text, 4),
-         'stock_id', null, 'category', null, 'uc', null))));
+         'stock_id', null, 'category', null, 'uc', null)));
    end $$`,
   `create function bench_finish(c bigint, n bigint) returns jsonb language plpgsql as $$
    begin
-     return redeem_record_outcome(jsonb_build_object(
-       'job_id', 'job' || n, 'position', 0, 'from_state', 'sending', 'status', 'activated', 'error_code', null,
-       'disposition', 'consumed', 'billed', true, 'category', '60', 'uc', 60, 'now', clock_timestamp(),
-       'lease_until', clock_timestamp() + interval '30 s', 'stock_state', null, 'finish', true, 'owner', 'bench',
-       'customer_id', c, 'mode', 'test', 'day', current_date, 'request_id', 'req' || n));
+     return redeem_record_outcome(
+       'job' || n, 0, 'sending', 'activated', null, 'consumed', true, '60', 60, clock_timestamp(),
+       clock_timestamp() + interval '30 s', null, true, null, 'bench', c, 'test', current_date, 'req' || n);
    end $$`,
 ];
 

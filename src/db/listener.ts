@@ -1,7 +1,7 @@
 // Wake-ups across processes on PostgreSQL (LISTEN/NOTIFY): one dedicated connection per process
 // (not from the pool: a pooled connection is handed to other work between queries, and its
 // LISTEN would go with it) listens on a few channels; the database notifies them itself, from
-// triggers (migration 0012_wake.sql), when an async job is queued or a webhook event is written,
+// triggers (src/db/functions/wake.sql), when an async job is queued or a webhook event is written,
 // whichever process wrote it. A notification only cuts a worker's sleep short: the workers still
 // poll, so a lost notification (this connection down, a restart) delays work by one poll at most.
 //

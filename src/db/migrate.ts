@@ -1,10 +1,15 @@
-// Forward-only numbered migrations (src/db/migrations/NNNN_name.sql). All pending ones are applied
-// in one transaction that first takes an advisory lock, and each is recorded in that same
-// transaction: two processes migrating one database at once apply each migration exactly once.
+// Forward-only numbered migrations (src/db/migrations/NNNN_name.sql: tables, indexes, data). All
+// pending ones are applied in one transaction that first takes an advisory lock, and each is
+// recorded with its checksum in that same transaction: two processes migrating one database at
+// once apply each migration exactly once. An applied migration whose text changed (or whose file
+// is gone) stops the start: the database would silently differ from what the files say. The SQL
+// functions (src/db/functions/, functions.ts) are applied after the migrations in the same
+// transaction.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Database } from './database.ts';
+import type { Database, Queryable } from './database.ts';
+import { applyFunctions, checksum, type FunctionFile, listFunctionFiles } from './functions.ts';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 // Arbitrary constant shared by every process of this service: "redeem-gateway migrations".
@@ -27,32 +32,86 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
     }));
 }
 
-/** Applies pending migrations; returns the names applied by this call. */
-export async function migrate(db: Database, migrations = listMigrations()): Promise<string[]> {
+/** The start is refused: an applied migration's text is not what the files say now. */
+export class MigrationChangedError extends Error {
+  override name = 'MigrationChangedError';
+}
+
+/**
+ * Applies pending migrations, then the function files whose text changed; returns the names of
+ * the migrations applied by this call. Throws MigrationChangedError, having changed nothing, when
+ * an applied migration was edited or removed.
+ */
+export async function migrate(
+  db: Database,
+  migrations = listMigrations(),
+  functions: FunctionFile[] = listFunctionFiles(),
+): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
-    await tx.query(`create table if not exists schema_migrations (
-      id integer primary key,
-      name text not null,
-      applied_at timestamptz not null default now()
-    )`);
-    const done = await tx.query<{ id: number }>('select id from schema_migrations');
-    const applied = new Set(done.rows.map((r) => r.id));
+    const applied = await appliedChecksums(tx);
+    checkUnchanged(applied, migrations);
     const names: string[] = [];
     for (const m of migrations) {
       if (applied.has(m.id)) continue;
       // Statements are run one by one: the extended protocol takes one statement per call.
       for (const statement of splitStatements(m.sql)) await tx.query(statement);
-      await tx.query('insert into schema_migrations (id, name) values ($1, $2)', [m.id, m.name]);
+      await tx.query('insert into schema_migrations (id, name, checksum) values ($1, $2, $3)', [
+        m.id,
+        m.name,
+        checksum(m.sql),
+      ]);
       names.push(m.name);
     }
+    await applyFunctions(tx, functions);
     return names;
   });
 }
 
+/** The applied migrations' names and checksums by id (the table made when missing). */
+async function appliedChecksums(tx: Queryable): Promise<Map<number, { name: string; checksum: string }>> {
+  await tx.query(`create table if not exists schema_migrations (
+    id integer primary key,
+    name text not null,
+    checksum text not null,
+    applied_at timestamptz not null default now()
+  )`);
+  // A database migrated before checksums were recorded cannot be checked: its migrations 0011 to
+  // 0014 defined functions that now live in src/db/functions/ (README: recreate it).
+  const column = await tx.query(
+    `select 1 from information_schema.columns
+      where table_schema = current_schema() and table_name = 'schema_migrations' and column_name = 'checksum'`,
+  );
+  if (column.rows.length === 0)
+    throw new MigrationChangedError(
+      'the database was migrated before migrations were checksummed (schema_migrations has no checksum); recreate the database',
+    );
+  const done = await tx.query<{ id: number; name: string; checksum: string }>(
+    'select id, name, checksum from schema_migrations',
+  );
+  return new Map(done.rows.map((r) => [r.id, { name: r.name, checksum: r.checksum }]));
+}
+
+/** Refuses, naming the first file, when an applied migration's text changed or its file is gone. */
+function checkUnchanged(applied: Map<number, { name: string; checksum: string }>, migrations: Migration[]) {
+  const byId = new Map(migrations.map((m) => [m.id, m]));
+  for (const [id, done] of [...applied].sort((a, b) => a[0] - b[0])) {
+    const m = byId.get(id);
+    if (!m)
+      throw new MigrationChangedError(
+        `migration ${done.name}.sql was applied but its file is gone; restore it or recreate the database`,
+      );
+    const now = checksum(m.sql);
+    if (now !== done.checksum)
+      throw new MigrationChangedError(
+        `migration ${m.name}.sql was changed after it was applied (checksum ${done.checksum.slice(0, 12)}, now ${now.slice(0, 12)}); restore it or recreate the database`,
+      );
+  }
+}
+
 /**
- * Splits a migration file on `;` at line ends, outside `$$`-quoted function bodies (migration
- * 0011 defines PL/pgSQL functions); comment lines outside bodies are dropped.
+ * Splits a migration or function file on `;` at line ends, outside `$$`-quoted function bodies
+ * (src/db/functions/ holds PL/pgSQL); comment lines outside bodies are dropped.
  */
 export function splitStatements(sql: string): string[] {
   const statements: string[] = [];

@@ -74,7 +74,7 @@ export async function setSubscription(q: Queryable, customerId: number, sub: Sub
   );
 }
 
-/** An account as read by SQL (pg rows give Date, the SQL function account_state an ISO string). */
+/** An account as read by SQL (account_row gives Date, account_state's jsonb an ISO string). */
 export interface AccountRow {
   disabled: boolean;
   subRequired: boolean;
@@ -90,22 +90,9 @@ export interface AccountRow {
   overageToday: number;
 }
 
-/** The columns of AccountRow, from customers c and the joins below (mode and day as given). */
-const ACCOUNT_COLUMNS = `c.disabled_at is not null as disabled,
-            c.subscription_required as "subRequired", c.subscription_expires_at as "subExpiresAt",
-            p.label, p.daily_limit as "dailyLimit", p.per_request_micros as "perRequestMicros",
-            p.overage, p.active,
-            coalesce(a.balance_micros, 0)::int8 as "balanceMicros", coalesce(a.held_micros, 0)::int8 as "heldMicros",
-            coalesce(u.used, 0) as "usedToday", coalesce(u.overage, 0) as "overageToday"`;
-
-const accountJoins = (mode: string, day: string) => `left join plans p on p.customer_id = c.id
-       left join accounts a on a.customer_id = c.id and a.mode = ${mode}
-       left join daily_usage u on u.customer_id = c.id and u.mode = ${mode} and u.day = ${day}`;
-
-const LOAD_ACCOUNT_SQL = `select ${ACCOUNT_COLUMNS}
-       from customers c
-       ${accountJoins('$2', '$3')}
-      where c.id = $1`;
+// The one account view is the SQL function account_row (src/db/functions/accounts.sql); it is
+// inlined into these queries, and account_state gives the same fields as jsonb.
+const LOAD_ACCOUNT_SQL = 'select a.* from account_row($1, $2, $3::date) a';
 
 /** Loads the account state of one customer in one mode, as of `day`. */
 export async function loadAccountState(
@@ -119,10 +106,9 @@ export async function loadAccountState(
   return row ? accountStateFrom(customerId, row) : null;
 }
 
-const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", ${ACCOUNT_COLUMNS}
+const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", a.*
        from api_keys k
-       join customers c on c.id = k.customer_id
-       ${accountJoins('k.mode', '$2')}
+       cross join lateral account_row(k.customer_id, k.mode, $2::date) a
       where k.id = $1`;
 
 /**

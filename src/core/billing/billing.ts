@@ -1,7 +1,7 @@
 // Billing a redeem (contract section 2): one hold decided before any attempt, then one capture
 // or release per code. Included requests are used before wallet ones; refunds give back wallet
-// requests first. The rules live in SQL functions (migration 0011: billing_hold,
-// billing_capture_one, billing_release_one, account_lock), so the redeem hot path, recovery and
+// requests first. The rules live in SQL functions (src/db/functions/billing.sql: billing_hold,
+// billing_capture_one, billing_release_one; account_lock in accounts.sql), so the redeem hot path, recovery and
 // quarantine settlement all run the same code; these are their wrappers. Each takes the
 // transaction that also records the code's outcome.
 import type { Queryable } from '../../db/database.ts';

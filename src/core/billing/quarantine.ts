@@ -2,6 +2,7 @@
 // whose activation outcome is unknown may have been consumed upstream. A status check settles it:
 //   used   → the code is gone: a stock code is deleted, and one request is billed, as code_used;
 //   unused → a stock code goes back to stock; a caller code stays kept; nothing is billed.
+// The settlement itself is the SQL function quarantine_settle (src/db/functions/billing.sql).
 // The outcome the caller was answered stays as recorded, so a replay never changes.
 import type { Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';
@@ -62,8 +63,9 @@ export const quarantinedView = (c: QuarantinedCode) => ({
 });
 
 /**
- * Settles one quarantined code in one transaction. Returns false when it is not (or no longer)
- * quarantined and unsettled: settling twice never bills twice.
+ * Settles one quarantined code in one statement (SQL quarantine_settle, beside the other money
+ * rules in src/db/functions/billing.sql). Returns false when it is not (or no longer) quarantined
+ * and unsettled: settling twice never bills twice.
  */
 export async function settleQuarantined(
   deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
@@ -71,84 +73,20 @@ export async function settleQuarantined(
   settlement: Settlement,
   by: 'check' | 'operator',
 ): Promise<boolean> {
-  const { clock } = deps;
-  const settled = await deps.db.transaction(async (tx) => {
-    const job = await tx.query<{ customerId: number; mode: Mode }>(
-      'select customer_id as "customerId", mode from jobs where id = $1',
-      [ref.jobId],
-    );
-    if (!job.rows[0]) return null;
-    const { customerId, mode } = job.rows[0];
-    // The account row first, as every billing path does, then the code's row.
-    await lockAccount(tx, customerId, mode);
-    const row = await tx.query<{ stockId: number | null }>(
-      `select stock_id as "stockId" from job_codes
-        where job_id = $1 and position = $2 and disposition = 'quarantined' and settled_at is null and not reused
-        for update`,
-      [ref.jobId, ref.position],
-    );
-    if (!row.rows[0]) return null;
-    const stockId = row.rows[0].stockId;
-    if (stockId !== null)
-      await setStockState(tx, [stockId], settlement === 'used' ? 'deleted' : 'available', clock);
-    const walletMicros = settlement === 'used' ? await billSettledRequest(tx, ref.jobId, clock.now()) : 0;
-    await tx.query(
-      `update job_codes set settlement = $3, settled_at = $4, settled_by = $5 where job_id = $1 and position = $2`,
-      [ref.jobId, ref.position, settlement, clock.now(), by],
-    );
-    return { mode, settlement, by, walletMicros };
-  });
+  const r = await deps.db.query<{ settled: { mode: Mode; wallet_micros: number } | null }>(
+    'select quarantine_settle($1, $2, $3, $4, $5) as settled',
+    [ref.jobId, ref.position, settlement, by, deps.clock.now()],
+  );
+  const settled = r.rows[0]!.settled;
   // Counted after the commit: a rolled-back settlement counts nothing.
-  if (settled) deps.metrics?.quarantineSettled(settled);
+  if (settled)
+    deps.metrics?.quarantineSettled({
+      mode: settled.mode,
+      settlement,
+      by,
+      walletMicros: settled.wallet_micros,
+    });
   return settled !== null;
-}
-
-/**
- * Bills one request for a code found used after all, on the day its job was held: from that
- * day's include while any is left under the current plan, else from the wallet at the job's rate.
- * The outcome happened, so it is billed even when the wallet cannot pay (the balance may go
- * below zero; the ledger still sums to it). Returns the micro-dollars taken from the wallet.
- */
-async function billSettledRequest(tx: Queryable, jobId: string, now: Date): Promise<number> {
-  const r = await tx.query<{
-    customerId: number;
-    mode: Mode;
-    day: string;
-    rateMicros: number;
-    dailyLimit: number | null;
-    hasPlan: boolean;
-    used: number;
-    overage: number;
-  }>(
-    `select j.customer_id as "customerId", j.mode, to_char(j.hold_day, 'YYYY-MM-DD') as day, j.rate_micros as "rateMicros",
-            p.daily_limit as "dailyLimit", p.customer_id is not null as "hasPlan",
-            coalesce(u.used, 0) as used, coalesce(u.overage, 0) as overage
-       from jobs j
-       left join plans p on p.customer_id = j.customer_id
-       left join daily_usage u on u.customer_id = j.customer_id and u.mode = j.mode and u.day = j.hold_day
-      where j.id = $1`,
-    [jobId],
-  );
-  const j = r.rows[0]!;
-  const included = j.hasPlan && j.dailyLimit !== null && j.used - j.overage < j.dailyLimit;
-  await tx.query(
-    `insert into daily_usage (customer_id, mode, day, used, overage) values ($1, $2, $3, 1, $4)
-     on conflict (customer_id, mode, day) do update
-       set used = daily_usage.used + 1, overage = daily_usage.overage + excluded.overage`,
-    [j.customerId, j.mode, j.day, included ? 0 : 1],
-  );
-  if (included || j.rateMicros === 0) return 0;
-  const b = await tx.query<{ balance: number }>(
-    `update accounts set balance_micros = balance_micros - $3 where customer_id = $1 and mode = $2
-     returning balance_micros as balance`,
-    [j.customerId, j.mode, j.rateMicros],
-  );
-  await tx.query(
-    `insert into wallet_ledger (customer_id, mode, amount_micros, balance_after_micros, kind, note, reference, created_at)
-     values ($1, $2, $3, $4, 'charge', 'quarantined code settled as used (code_used)', $5, $6)`,
-    [j.customerId, j.mode, -j.rateMicros, b.rows[0]!.balance, jobId, now],
-  );
-  return j.rateMicros;
 }
 
 export interface CheckSummary {

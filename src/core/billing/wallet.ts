@@ -1,20 +1,16 @@
 // The wallet: an append-only ledger per customer and mode. `accounts.balance_micros` caches the
-// ledger's sum and is only ever changed in the transaction that appends the entry.
+// ledger's sum and is only ever changed by the SQL function that appends the entry
+// (src/db/functions/billing.sql).
 import type { Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { usdNumber } from './money.ts';
 
-/** Creates the account row of a customer and mode if missing (the billing lock lives there). */
-export async function ensureAccount(q: Queryable, customerId: number, mode: Mode): Promise<void> {
-  await q.query(
-    'insert into accounts (customer_id, mode) values ($1, $2) on conflict do nothing',
-    [customerId, mode],
-    'account_ensure',
-  );
-}
-
-/** Appends a ledger entry and moves the cached balance with it; returns the new balance. */
+/**
+ * Appends a ledger entry and moves the cached balance with it (SQL ledger_append, the one writer
+ * of the ledger); returns the new balance. `actor`: the operator's name, 'system' (the default)
+ * for the service's own entries; `requestId`: the request that caused it.
+ */
 export async function appendLedger(
   q: Queryable,
   entry: {
@@ -24,31 +20,26 @@ export async function appendLedger(
     kind: 'topup' | 'charge';
     note?: string;
     reference?: string | null;
+    actor?: string;
+    requestId?: string | null;
   },
   clock: Clock,
 ): Promise<number> {
-  await ensureAccount(q, entry.customerId, entry.mode);
   const r = await q.query<{ balance: number }>(
-    `update accounts set balance_micros = balance_micros + $3
-      where customer_id = $1 and mode = $2 returning balance_micros as balance`,
-    [entry.customerId, entry.mode, entry.amountMicros],
-  );
-  const balance = r.rows[0]!.balance;
-  await q.query(
-    `insert into wallet_ledger (customer_id, mode, amount_micros, balance_after_micros, kind, note, reference, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    'select ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9) as balance',
     [
       entry.customerId,
       entry.mode,
       entry.amountMicros,
-      balance,
       entry.kind,
       entry.note ?? '',
       entry.reference ?? null,
       clock.now(),
+      entry.actor ?? 'system',
+      entry.requestId ?? null,
     ],
   );
-  return balance;
+  return r.rows[0]!.balance;
 }
 
 export async function walletSummary(q: Queryable, customerId: number) {

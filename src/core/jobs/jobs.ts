@@ -72,7 +72,7 @@ export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | nul
 }
 
 /**
- * A job with its codes in one statement (the codes as job_codes_json gives them, migration 0011:
+ * A job with its codes in one statement (the codes as job_codes_json gives them, functions/jobs.sql:
  * every field a run or a result needs; startedAt, finishedAt and settlement are not among them).
  */
 export async function loadJobWithCodes(q: Queryable, jobId: string): Promise<JobWithCodes | null> {

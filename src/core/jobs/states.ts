@@ -4,14 +4,14 @@
 //     (async)          │  ▲ lease kept while it runs
 //                      └──stop──▶ failed | interrupted
 //
-// - created: by phase 1 in the SQL function redeem_create_job (migration 0011), `queued` for an
+// - created: by phase 1 in the SQL function redeem_create_job (functions/redeem.sql), `queued` for an
 //   async redeem, `running` under this process's lease for a sync one;
 // - claim: the job worker takes a queued job (claimJob), fairly across customers;
 // - lease: a run keeps its job's lease (extendLease; each recorded outcome extends it too, in
 //   redeem_record_outcome); recovery takes over jobs whose lease ran out (takeOverOrphanedJobs);
 // - finish: by the commit of the job's last outcome (redeem_record_outcome), or here when no
 //   outcome did: a sync job with its key (job_finish_sync, finishSyncJob), an async job with its
-//   webhook event in the outbox (job_finish_async, migration 0014; finishAsyncJob);
+//   webhook event in the outbox (job_finish_async; finishAsyncJob);
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
 //   (stopJob, inside settleStoppedJob of core/recovery.ts, which releases what it held).
 import type { Queryable } from '../../db/database.ts';

@@ -26,7 +26,7 @@ export interface BurstSlot {
   retryAfterSec?: number;
 }
 
-// The take is the SQL function burst_take (migration 0011), also run inside a redeem's phase 1.
+// The take is the SQL function burst_take (src/db/functions/burst.sql), also run inside a redeem's phase 1.
 // A time counts while it is in (now - window, now]; a time after `now` (another process's clock
 // running ahead) counts too, so clock skew between processes can only make the limit stricter,
 // never let a 31st through.

@@ -6,7 +6,7 @@
 //
 // - read and take: phase 1, under the account's row lock, in the SQL functions redeem_begin (the
 //   verdict: conflict, in_progress, interrupted, replay, or resume) and redeem_create_job (the
-//   take; an async request's key is taken `done` with its 202 at once), migration 0011;
+//   take; an async request's key is taken `done` with its 202 at once), functions/redeem.sql;
 // - finish: job_finish_sync, in the same commit as the sync job's last outcome (or finishSyncJob,
 //   core/redeem/run.ts), by primary key: the job names its key;
 // - release: below, when a sync job stopped before finishing (a 5xx): a retry with the key

@@ -1,9 +1,9 @@
 // Running a redeem's codes and finishing it: the phases after phase 1 (start.ts).
 //   Per code: mark it out with the upstream (committed; phase 1 marked a sync job's first codes
 //   already), call the activator outside any transaction, then record the outcome with its
-//   capture or release in one commit (redeem_record_outcome, migration 0011). The commit of a
-//   job's last outcome also finishes the job: a sync job with its key made replayable, an async
-//   job with its webhook event in the outbox (migration 0014).
+//   capture or release in one commit (redeem_record_outcome, src/db/functions/redeem.sql). The
+//   commit of a job's last outcome also finishes the job: a sync job with its key made
+//   replayable, an async job with its webhook event in the outbox.
 import { isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import { utcDay } from '../clock.ts';
@@ -332,29 +332,28 @@ export async function recordOutcome(
   const now = deps.clock.now();
   const sync = finish !== null && 'requestId' in finish ? finish : null;
   const r = await deps.db.query<{ r: OutcomeRow }>(
-    'select redeem_record_outcome($1::jsonb) as r',
+    `select redeem_record_outcome($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                                  $18, $19) as r`,
     [
-      JSON.stringify({
-        job_id: job.id,
-        position: row.position,
-        from_state: fromState,
-        status,
-        error_code: ERROR_CODE_OF[status],
-        disposition,
-        billed,
-        category: outcome.category ?? null,
-        uc: outcome.uc ?? null,
-        now: now.toISOString(),
-        lease_until: new Date(now.getTime() + LEASE_MS).toISOString(),
-        stock_state: STOCK_STATE_OF[disposition],
-        finish: sync !== null,
-        finish_event_id: finish !== null && 'eventId' in finish ? finish.eventId : null,
-        owner: INSTANCE_ID,
-        customer_id: job.customerId,
-        mode: job.mode,
-        day: utcDay(now),
-        request_id: sync?.requestId ?? null,
-      }),
+      job.id,
+      row.position,
+      fromState,
+      status,
+      ERROR_CODE_OF[status],
+      disposition,
+      billed,
+      outcome.category ?? null,
+      outcome.uc ?? null,
+      now,
+      new Date(now.getTime() + LEASE_MS),
+      STOCK_STATE_OF[disposition],
+      sync !== null,
+      finish !== null && 'eventId' in finish ? finish.eventId : null,
+      INSTANCE_ID,
+      job.customerId,
+      job.mode,
+      utcDay(now),
+      sync?.requestId ?? null,
     ],
     'redeem_record_outcome',
   );

@@ -5,7 +5,7 @@
 //   the outcome with its capture or release in one commit; the commit of a sync job's last
 //   outcome also finishes the job and makes its key replayable.
 // A sync redeem of one code is thus two commits, each one statement calling one SQL function
-// (migration 0011). A crash anywhere leaves rows that recovery (core/jobs/recovery.ts) finishes or releases.
+// (src/db/functions/). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
 
 import { isConnectionError, type Queryable } from '../../db/database.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
@@ -66,7 +66,7 @@ interface NewCode {
   uc: number | null;
 }
 
-/** The verdict of redeem_begin / redeem_create_job / redeem_start (migration 0011). */
+/** The verdict of redeem_begin / redeem_create_job / redeem_start (src/db/functions/redeem.sql). */
 type StartRow =
   | { kind: 'recheck' }
   | { kind: 'rate_limited'; hits: number[] }
@@ -113,32 +113,27 @@ export async function startRedeem(
   const now = deps.clock.now();
   const req = input.request;
   const checks = input.checks;
-  const params = {
-    key_id: checks?.keyId ?? null,
-    check_key: checks?.recheckKey ?? false,
-    burst: checks?.burst ?? false,
-    now_ms: now.getTime(),
-    window_ms: BURST_WINDOW_MS,
-    limit: BURST_LIMIT,
-    customer_id: caller.customerId,
-    mode: caller.mode,
-    now: now.toISOString(),
-    day: utcDay(now),
-    idempotency_key: input.idempotencyKey,
-    fingerprint: input.fingerprint,
-    request_id: input.requestId,
-    is_async: req.async,
-    source: req.source,
-    player_id: req.playerId,
-    reference: req.reference,
-    owner: INSTANCE_ID,
-    lease_until: new Date(now.getTime() + LEASE_MS).toISOString(),
-    expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
-    // A sync job's first codes go out at once: marked in this commit. As many as its run starts
-    // at once (runCodes' first round of workers takes exactly these), so a marked code is always
-    // attempted, never left `sending` unsent.
-    sending: req.async ? 0 : (deps.config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY),
-  };
+  const day = utcDay(now);
+  const leaseUntil = new Date(now.getTime() + LEASE_MS);
+  const expiresAt = new Date(now.getTime() + IDEMPOTENCY_TTL_MS);
+  // A sync job's first codes go out at once: marked in this commit. As many as its run starts
+  // at once (runCodes' first round of workers takes exactly these), so a marked code is always
+  // attempted, never left `sending` unsent.
+  const sending = req.async ? 0 : (deps.config?.CODE_CONCURRENCY ?? CODE_CONCURRENCY);
+  /** redeem_begin's typed arguments, in its order (src/db/functions/redeem.sql). */
+  const beginArgs = (c: { keyId: string | null; recheckKey: boolean; burst: boolean }) => [
+    c.keyId,
+    c.recheckKey,
+    c.burst,
+    now.getTime(),
+    BURST_WINDOW_MS,
+    BURST_LIMIT,
+    caller.customerId,
+    caller.mode,
+    now,
+    input.idempotencyKey,
+    input.fingerprint,
+  ];
   const jobId = newJobId();
   if (req.source === 'codes') {
     const codes = req.codes.map((code, position) => ({
@@ -150,8 +145,27 @@ export async function startRedeem(
     }));
     const r = await unconfirmed(deps, jobId, () =>
       deps.db.query<{ r: StartRow }>(
-        'select redeem_start($1::jsonb) as r',
-        [JSON.stringify({ ...params, job_id: jobId, codes: codes.map((c) => codeParam(deps, caller, c)) })],
+        `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                             $20, $21, $22, $23) as r`,
+        [
+          ...beginArgs({
+            keyId: checks?.keyId ?? null,
+            recheckKey: checks?.recheckKey ?? false,
+            burst: checks?.burst ?? false,
+          }),
+          jobId,
+          day,
+          input.requestId,
+          req.async,
+          req.source,
+          req.playerId,
+          req.reference ?? null,
+          INSTANCE_ID,
+          leaseUntil,
+          expiresAt,
+          sending,
+          JSON.stringify(codes.map((c) => codeParam(deps, caller, c))),
+        ],
         'redeem_start',
       ),
     );
@@ -172,8 +186,8 @@ export async function startRedeem(
       deps.db.transaction(async (tx) => {
         const begun = (
           await tx.query<{ r: StartRow }>(
-            'select redeem_begin($1::jsonb) as r',
-            [JSON.stringify({ ...params, key_id: null, check_key: false, burst: false })],
+            'select redeem_begin($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) as r',
+            beginArgs({ keyId: null, recheckKey: false, burst: false }),
             'redeem_begin',
           )
         ).rows[0]!.r;
@@ -188,14 +202,27 @@ export async function startRedeem(
           );
         const created = (
           await tx.query<{ r: StartRow }>(
-            'select redeem_create_job($1::jsonb) as r',
+            `select redeem_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                                      $18) as r`,
             [
-              JSON.stringify({
-                ...params,
-                job_id: jobId,
-                previous: previous?.id ?? null,
-                codes: todo.map((c) => codeParam(deps, caller, c)),
-              }),
+              jobId,
+              caller.customerId,
+              caller.mode,
+              now,
+              day,
+              input.idempotencyKey,
+              input.fingerprint,
+              input.requestId,
+              req.async,
+              req.source,
+              req.playerId,
+              req.reference ?? null,
+              previous?.id ?? null,
+              INSTANCE_ID,
+              leaseUntil,
+              expiresAt,
+              sending,
+              JSON.stringify(todo.map((c) => codeParam(deps, caller, c))),
             ],
             'redeem_create_job',
           )

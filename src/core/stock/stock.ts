@@ -299,7 +299,7 @@ export async function setStockState(
   clock: Clock,
 ): Promise<number> {
   if (stockIds.length === 0) return 0;
-  // The rule lives in SQL (migration 0011), where the redeem hot path runs it too.
+  // The rule lives in SQL (functions/stock.sql), where the redeem hot path runs it too.
   const r = await q.query<{ n: number }>(
     'select stock_set_state($1::bigint[], $2, $3) as n',
     [stockIds, state, clock.now()],

@@ -1,6 +1,6 @@
 // The webhook outbox: an event row is written in the transaction that ends an async job, only
 // when the customer has a webhook registered for that mode (SQL function webhook_event_enqueue,
-// migration 0011, which an async job's finish calls in the same statement). The webhook worker
+// src/db/functions/, which an async job's finish calls in the same statement). The webhook worker
 // delivers it.
 import type { Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';

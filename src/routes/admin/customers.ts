@@ -231,7 +231,16 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
     await db.transaction((tx) =>
       appendLedger(
         tx,
-        { customerId: id, mode: body.mode, amountMicros: body.usd, kind: 'topup', note: body.note },
+        {
+          customerId: id,
+          mode: body.mode,
+          amountMicros: body.usd,
+          kind: 'topup',
+          note: body.note,
+          // The admin API has one operator credential and no names yet.
+          actor: 'operator',
+          requestId: request.id,
+        },
         clock,
       ),
     );

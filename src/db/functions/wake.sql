@@ -5,15 +5,18 @@
 -- connection's application_name, so a process can ignore its own writes (it wakes its workers
 -- itself). The sync hot path notifies nothing.
 -- The channel is the trigger's argument.
-create function notify_wake() returns trigger
+create or replace function notify_wake() returns trigger
 language plpgsql as $$
 begin
   perform pg_notify(tg_argv[0], current_setting('application_name'));
   return null;
 end $$;
 
-create trigger jobs_notify_queued after insert on jobs
+-- Triggers live beside the function they call: the function files are applied after the
+-- migrations, so a migration cannot create them. `create or replace trigger` (PostgreSQL 14+)
+-- makes re-applying this file harmless.
+create or replace trigger jobs_notify_queued after insert on jobs
 for each row when (new.status = 'queued') execute function notify_wake('redeem_job_queued');
 
-create trigger webhook_events_notify after insert on webhook_events
+create or replace trigger webhook_events_notify after insert on webhook_events
 for each statement execute function notify_wake('redeem_webhook_event');
