@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadJob, loadJobCodes } from '../src/core/jobs/jobs.ts';
-import { recordOutcome } from '../src/core/redeem/run.ts';
+import { recordOutcome } from '../src/core/redeem/outcome.ts';
 import { openPglite } from '../src/db/database.ts';
 import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { createMetrics } from '../src/metrics/registry.ts';

@@ -6,7 +6,8 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
-import { listMigrations, migrate, splitStatements } from '../src/db/migrate.ts';
+import { listMigrations, migrate } from '../src/db/migrate.ts';
+import { splitStatements } from '../src/db/sql-files.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/redeem-gateway.js');
 const DATABASE_URL = process.env.DATABASE_URL;

@@ -9,12 +9,11 @@
 // it needs: the file then says what it replaces, and the runner needs no knowledge of SQL
 // signatures (dropping whatever is not in the files would also drop functions an operator added).
 // A function removed from every file stays in an existing database until such a drop line says so.
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Queryable } from './database.ts';
-import { splitStatements } from './migrate.ts';
+import { checksum, splitStatements } from './sql-files.ts';
 
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'functions');
 
@@ -30,11 +29,6 @@ export function listFunctionFiles(dir = FUNCTIONS_DIR): FunctionFile[] {
     .filter((f) => /^[a-z0-9-]+\.sql$/.test(f))
     .sort()
     .map((f) => ({ name: f, sql: readFileSync(join(dir, f), 'utf8') }));
-}
-
-/** sha256 of a file's text, line endings made `\n` (a Windows checkout is the same text). */
-export function checksum(sql: string): string {
-  return createHash('sha256').update(sql.replace(/\r\n/g, '\n')).digest('hex');
 }
 
 /**

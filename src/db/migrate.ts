@@ -9,7 +9,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Database, Queryable } from './database.ts';
-import { applyFunctions, checksum, type FunctionFile, listFunctionFiles } from './functions.ts';
+import { applyFunctions, type FunctionFile, listFunctionFiles } from './functions.ts';
+import { checksum, splitStatements } from './sql-files.ts';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 // Arbitrary constant shared by every process of this service: "redeem-gateway migrations".
@@ -107,26 +108,4 @@ function checkUnchanged(applied: Map<number, { name: string; checksum: string }>
         `migration ${m.name}.sql was changed after it was applied (checksum ${done.checksum.slice(0, 12)}, now ${now.slice(0, 12)}); restore it or recreate the database`,
       );
   }
-}
-
-/**
- * Splits a migration or function file on `;` at line ends, outside `$$`-quoted function bodies
- * (src/db/functions/ holds PL/pgSQL); comment lines outside bodies are dropped.
- */
-export function splitStatements(sql: string): string[] {
-  const statements: string[] = [];
-  let current: string[] = [];
-  let inBody = false;
-  for (const line of sql.split('\n')) {
-    if (!inBody && line.trim().startsWith('--')) continue;
-    current.push(line);
-    // Each `$$` opens or closes a body.
-    if ((line.match(/\$\$/g)?.length ?? 0) % 2 === 1) inBody = !inBody;
-    if (!inBody && /;\s*$/.test(line)) {
-      statements.push(current.join('\n').replace(/;\s*$/, '').trim());
-      current = [];
-    }
-  }
-  statements.push(current.join('\n').trim());
-  return statements.filter(Boolean);
 }

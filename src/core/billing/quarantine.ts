@@ -9,8 +9,6 @@ import type { Mode } from '../accounts/accounts.ts';
 import { isoUtc } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
-import { setStockState } from '../stock/stock.ts';
-import { lockAccount } from './billing.ts';
 
 /** A first check waits this long after the attempt: a slow upstream may still be working on it. */
 export const FIRST_CHECK_AFTER_MS = 60_000;

@@ -10,7 +10,7 @@ import { releaseOne } from '../billing/billing.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import { releaseKey } from '../redeem/idempotency-keys.ts';
-import { recordOutcome } from '../redeem/run.ts';
+import { recordOutcome } from '../redeem/outcome.ts';
 import { retryFor, retryOnConnectionError } from '../retry.ts';
 import { setStockState } from '../stock/stock.ts';
 import { enqueueJobEvent } from '../webhooks/events.ts';

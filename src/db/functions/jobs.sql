@@ -1,4 +1,4 @@
--- The jobs wing: finishing a job and reading its codes (core/job-states.ts, core/jobs.ts).
+-- The jobs wing: finishing a job and reading its codes (core/jobs/states.ts, core/jobs/jobs.ts).
 -- Business time comes from the caller (the service's clock), never from now().
 
 -- Finishes a sync job still run by p_owner, its key answering p_status (200 when a code was
@@ -56,7 +56,7 @@ begin
   return true;
 end $$;
 
--- A job's codes as the camelCase fields core/jobs.ts builds results from, in position order.
+-- A job's codes as the camelCase fields core/jobs/jobs.ts builds results from, in position order.
 create or replace function job_codes_json(p_job text) returns jsonb
 language plpgsql stable as $$
 begin

@@ -16,7 +16,7 @@
 -- when asked, locks the account and reads the idempotency key. Returns the key's verdict:
 -- conflict, in_progress, interrupted, replay, or new (with the released job to resume, if any).
 -- Typed arguments, here and below, not a jsonb bag: PostgreSQL checks each value's type at the
--- call (one round trip either way); core/redeem.ts passes them in this order.
+-- call (one round trip either way); core/redeem/start.ts passes them in this order.
 create or replace function redeem_begin(
   p_key_id text, p_check_key boolean, p_burst boolean, p_now_ms bigint, p_window_ms bigint, p_limit bigint,
   p_customer bigint, p_mode text, p_now timestamptz, p_idempotency_key text, p_fingerprint text) returns jsonb
@@ -207,7 +207,7 @@ end $$;
 -- {"recorded": false} when the outcome was recorded already (by recovery racing a slow
 -- process): never billed twice.
 -- Typed arguments, not a jsonb bag: PostgreSQL checks each value's type at the call (one round
--- trip either way), and core/redeem-run.ts recordOutcome passes them in this order.
+-- trip either way), and core/redeem/outcome.ts recordOutcome passes them in this order.
 create or replace function redeem_record_outcome(
   p_job text, p_position integer, p_from_state text, p_status text, p_error_code text, p_disposition text,
   p_billed boolean, p_category text, p_uc integer, p_now timestamptz, p_lease_until timestamptz,
