@@ -218,6 +218,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       codeKey,
       activatorFor: (mode) => (mode === 'live' ? live : test),
       jobs: { wake: () => worker?.wake() },
+      webhooks: { wake: () => webhookWorker?.wake() },
       metrics,
     };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock, codeKey) : null;
