@@ -107,6 +107,7 @@ describe('GET /v1/openapi.json', () => {
       'get /v1/events',
       'get /v1/events/{id}',
       'post /v1/events/{id}/redeliver',
+      'get /v1/statements',
     ];
     expect(operations.map((o) => `${o.method} ${o.path}`).sort()).toEqual(expected.sort());
     for (const { path, method } of operations) {

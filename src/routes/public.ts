@@ -9,6 +9,7 @@ import { registerJobRoutes } from './jobs.ts';
 import { registerMeRoutes } from './me.ts';
 import { registerOpenApiRoutes } from './openapi.ts';
 import { registerRedeemRoutes } from './redeem.ts';
+import { registerStatementRoutes } from './statements.ts';
 import { registerStockRoutes } from './stock.ts';
 import { registerWebhookRoutes } from './webhook.ts';
 
@@ -20,6 +21,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: ServerContext, k
   registerJobRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
   registerEventRoutes(app, ctx);
+  registerStatementRoutes(app, ctx);
   // The API reference (contract 12.9): the OpenAPI document and its HTML rendering, no key.
   registerOpenApiRoutes(app);
   registerDocsRoutes(app);

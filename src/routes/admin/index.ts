@@ -10,6 +10,7 @@ import { registerAdminJobRoutes } from './jobs.ts';
 import { registerAdminJobListRoutes } from './jobs-list.ts';
 import { registerAdminMetricsRoute } from './metrics.ts';
 import { registerAdminQuarantineRoutes } from './quarantine.ts';
+import { registerAdminStatementRoutes } from './statements.ts';
 import { registerAdminStockRoutes } from './stock.ts';
 import { registerAdminUsageRoutes } from './usage.ts';
 
@@ -22,5 +23,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminJobListRoutes(app, ctx);
   registerAdminUsageRoutes(app, ctx);
   registerAdminEventRoutes(app, ctx);
+  registerAdminStatementRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }
