@@ -2,112 +2,30 @@
 // certificate comes from a throwaway CA: delivered, failed after every retry and pending events
 // with their attempts (error class and duration), a redelivery signed with the current secret
 // and the same delivery id that leaves the automatic schedule alone, the 409s, tenant and mode
-// isolation, cursor paging under inserts, filters, the operator's endpoints, and retention.
+// isolation, cursor paging under inserts and filters (the operator's side: events-admin.test.ts).
 // Deliveries are driven one pass at a time (deliverDueEvents) with an injected clock.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
-import { sweepRetention } from '../src/core/sweeper/retention.ts';
-import { deliverDueEvents } from '../src/core/webhooks/delivery.ts';
 import { enqueueJobEvent } from '../src/core/webhooks/events.ts';
 import { checkSignature } from '../src/core/webhooks/signing.ts';
-import {
-  ADMIN_TOKEN,
-  adminCall,
-  bearer,
-  createMerchant,
-  createTestApp,
-  issueTestKey,
-  type Merchant,
-  type TestApp,
-} from './helpers/app.ts';
-import { createTestCa, type Receiver, startReceiver, type TestCa } from './helpers/https-receiver.ts';
-import { redeem, uniqueCode } from './helpers/redeem.ts';
+import { createMerchant, issueTestKey } from './helpers/app.ts';
+import { attempt, eventKit } from './helpers/event-kit.ts';
 
-const PLAYER = '5123456789';
-let t: TestApp;
-let ca: TestCa;
-const clock = new ManualClock('2026-11-22T09:00:00Z');
-const receivers: Receiver[] = [];
-
-beforeAll(async () => {
-  ca = createTestCa();
-  t = await createTestApp({
-    clock,
-    env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_DELAYS: '10,60,300' },
-  });
-});
-afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
-  await t?.close();
-  ca?.remove();
-});
-
-async function newReceiver() {
-  const r = await startReceiver(ca);
-  // Signatures carry the injected clock's time.
-  r.nowSec = () => Math.floor(clock.now().getTime() / 1000);
-  receivers.push(r);
-  return r;
-}
-
-const get = (key: string, url: string) => t.api.inject({ method: 'GET', url, headers: bearer(key) });
-const redeliver = (key: string, id: string) =>
-  t.api.inject({ method: 'POST', url: `/v1/events/${id}/redeliver`, headers: bearer(key) });
-/** One pass of the webhook worker, trusting the test CA. */
-const deliver = (opts: { trustCa?: boolean } = {}) =>
-  deliverDueEvents(t.ctx, opts.trustCa === false ? {} : { ca: ca.ca });
-
-async function register(key: string, url: string): Promise<string> {
-  const res = await t.api.inject({
-    method: 'POST',
-    url: '/v1/webhook',
-    headers: { ...bearer(key), 'content-type': 'application/json' },
-    payload: { url },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json().secret;
-}
-
-/** An async redeem of one code, waited for until its job has ended (and its event is written). */
-async function finishedJob(m: Merchant, marker = 'OK'): Promise<string> {
-  const res = await redeem(t, m.key, { player_id: PLAYER, codes: [uniqueCode(marker)], async: true });
-  expect(res.statusCode, res.body).toBe(202);
-  const jobId = res.json().job_id as string;
-  for (let i = 0; i < 400; i++) {
-    const job = await get(m.key, `/v1/jobs/${jobId}`);
-    if (!['queued', 'running'].includes(job.json().status)) return jobId;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`job ${jobId} did not end`);
-}
-
-async function eventOfJob(m: Merchant, jobId: string) {
-  const res = await get(m.key, `/v1/events?job_id=${jobId}`);
-  expect(res.statusCode, res.body).toBe(200);
-  const events = res.json().events;
-  expect(events).toHaveLength(1);
-  return events[0];
-}
+const kit = eventKit();
+const { clock, get, redeliver, deliver, register, finishedJob, eventOfJob } = kit;
+const newReceiver = () => kit.newReceiver();
 
 async function eventRow(id: string) {
-  const r = await t.ctx.db.query<{ attempts: number; nextAttemptAt: Date; state: string }>(
+  const r = await kit.t.ctx.db.query<{ attempts: number; nextAttemptAt: Date; state: string }>(
     `select attempts, next_attempt_at as "nextAttemptAt", state from webhook_events where id = $1`,
     [id],
   );
   return r.rows[0]!;
 }
 
-const attempt = (status: number | null, error: string | null, redelivery = false) => ({
-  at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
-  status,
-  error,
-  duration_ms: expect.any(Number),
-  redelivery,
-});
-
 describe('event states through real HTTPS receivers', () => {
   test('delivered: one attempt with a 2xx; the detail carries the payload data', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     receiver.secret = await register(m.key, receiver.url);
     const jobId = await finishedJob(m);
@@ -144,7 +62,7 @@ describe('event states through real HTTPS receivers', () => {
   });
 
   test('failed after the retries: four attempts with their error class, then dropped', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     receiver.fallback = 503;
     receiver.secret = await register(m.key, receiver.url);
@@ -180,7 +98,7 @@ describe('event states through real HTTPS receivers', () => {
   });
 
   test('error classes: tls (an untrusted certificate) and connection (nothing listening)', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     await register(m.key, receiver.url);
     const evt = await eventOfJob(m, await finishedJob(m));
@@ -202,7 +120,7 @@ describe('event states through real HTTPS receivers', () => {
 
 describe('redelivery', () => {
   test('to the URL and secret registered now, same delivery id, schedule untouched; 409 while queued', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const first = await newReceiver();
     first.fallback = 500;
     first.secret = await register(m.key, first.url);
@@ -260,7 +178,7 @@ describe('redelivery', () => {
   });
 
   test('a delivered event may be redelivered; pending while it is queued', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     receiver.secret = await register(m.key, receiver.url);
     const evt = await eventOfJob(m, await finishedJob(m));
@@ -278,29 +196,29 @@ describe('redelivery', () => {
   });
 
   test('no webhook registered: 409 conflict, nothing queued', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     await register(m.key, receiver.url);
     const evt = await eventOfJob(m, await finishedJob(m));
     // There is no endpoint that removes a registration; the operator's database can.
-    await t.ctx.db.query('delete from webhooks where customer_id = $1', [m.customerId]);
+    await kit.t.ctx.db.query('delete from webhooks where customer_id = $1', [m.customerId]);
     const res = await redeliver(m.key, evt.id);
     expect(res.statusCode).toBe(409);
     expect(res.json().error_code).toBe('conflict');
     expect(res.json().message).toBe('no webhook is registered for this mode');
-    const rows = await t.ctx.db.query('select 1 from webhook_redeliveries where event_id = $1', [evt.id]);
+    const rows = await kit.t.ctx.db.query('select 1 from webhook_redeliveries where event_id = $1', [evt.id]);
     expect(rows.rows).toHaveLength(0);
   });
 });
 
 describe('isolation and errors', () => {
   test("another customer's or mode's event, an unknown or malformed id: 404 not_found", async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     await register(m.key, receiver.url);
     const evt = await eventOfJob(m, await finishedJob(m));
-    const other = await createMerchant(t);
-    const live = await issueTestKey(t, m.customerId, { mode: 'live' });
+    const other = await createMerchant(kit.t);
+    const live = await issueTestKey(kit.t, m.customerId, { mode: 'live' });
     for (const key of [other.key, live.key]) {
       for (const res of [await get(key, `/v1/events/${evt.id}`), await redeliver(key, evt.id)]) {
         expect(res.statusCode).toBe(404);
@@ -320,7 +238,7 @@ describe('isolation and errors', () => {
   });
 
   test('scopes: a read key lists but may not redeliver; bad query parameters are 400', async () => {
-    const m = await createMerchant(t, { key: { scopes: ['read'] } });
+    const m = await createMerchant(kit.t, { key: { scopes: ['read'] } });
     const res = await redeliver(m.key, 'evt_0000000000000000000000000');
     expect(res.statusCode).toBe(403);
     expect(res.json().error_code).toBe('scope_denied');
@@ -343,7 +261,7 @@ describe('isolation and errors', () => {
 
 describe('paging', () => {
   test('newest first, no gaps or repeats while events are written between pages', async () => {
-    const m = await createMerchant(t);
+    const m = await createMerchant(kit.t);
     const receiver = await newReceiver();
     await register(m.key, receiver.url);
     const jobId = await finishedJob(m);
@@ -352,7 +270,7 @@ describe('paging', () => {
     const local = new ManualClock('2026-11-22T08:00:00Z');
     for (let i = 0; i < 8; i++) {
       if (i % 3 !== 0) local.advance(1000);
-      await enqueueJobEvent(t.ctx.db, job, i % 2 ? 'redeem.failed' : 'redeem.completed', local);
+      await enqueueJobEvent(kit.t.ctx.db, job, i % 2 ? 'redeem.failed' : 'redeem.completed', local);
     }
     const all = (await get(m.key, '/v1/events?limit=100')).json().events as {
       id: string;
@@ -371,70 +289,12 @@ describe('paging', () => {
       pages++;
       // A newer event written while paging never shifts what follows.
       local.set('2026-11-22T10:00:00Z');
-      await enqueueJobEvent(t.ctx.db, job, 'redeem.completed', local);
+      await enqueueJobEvent(kit.t.ctx.db, job, 'redeem.completed', local);
     } while (cursor);
     expect(pages).toBe(5);
     expect(seen).toEqual(all.map((e) => e.id));
     const filtered = (await get(m.key, `/v1/events?type=redeem.failed&job_id=${jobId}&limit=100`)).json();
     expect(filtered.events).toHaveLength(4);
     expect(filtered.next_cursor).toBeNull();
-  });
-});
-
-describe('the operator', () => {
-  const admin = (method: 'GET' | 'POST', url: string) =>
-    t.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-
-  test("a customer's events by mode, one event, and a redelivery", async () => {
-    const m = await createMerchant(t);
-    const receiver = await newReceiver();
-    receiver.secret = await register(m.key, receiver.url);
-    const evt = await eventOfJob(m, await finishedJob(m));
-    const list = await adminCall<{ events: { id: string }[]; customer_id: number }>(
-      t,
-      'GET',
-      `/admin/v1/customers/${m.customerId}/events?mode=test`,
-    );
-    expect(list.customer_id).toBe(m.customerId);
-    expect(list.events.map((e) => e.id)).toEqual([evt.id]);
-    expect(
-      (await admin('GET', `/admin/v1/customers/${m.customerId}/events?mode=live`)).json().events,
-    ).toEqual([]);
-    const one = await admin('GET', `/admin/v1/events/${evt.id}`);
-    expect(one.json()).toMatchObject({ ok: true, id: evt.id, job_id: evt.job_id, state: 'pending' });
-    const res = await admin('POST', `/admin/v1/events/${evt.id}/redeliver`);
-    expect(res.statusCode).toBe(202);
-    expect(res.json()).toEqual({ ok: true, request_id: res.headers['x-request-id'], event_id: evt.id });
-    expect((await admin('POST', `/admin/v1/events/${evt.id}/redeliver`)).statusCode).toBe(409);
-    expect((await admin('GET', '/admin/v1/customers/999999999/events')).statusCode).toBe(404);
-    expect((await admin('GET', '/admin/v1/events/evt_0000000000000000000000000')).statusCode).toBe(404);
-    const by = await t.ctx.db.query<{ requestedBy: string }>(
-      'select requested_by as "requestedBy" from webhook_redeliveries where event_id = $1',
-      [evt.id],
-    );
-    expect(by.rows).toEqual([{ requestedBy: 'operator' }]);
-  });
-});
-
-describe('retention (12.2)', () => {
-  test('events, attempts and redeliveries older than RETENTION_DAYS are deleted', async () => {
-    const m = await createMerchant(t);
-    const receiver = await newReceiver();
-    await register(m.key, receiver.url);
-    const evt = await eventOfJob(m, await finishedJob(m));
-    await deliver();
-    await redeliver(m.key, evt.id);
-    await deliver();
-    const late = new ManualClock('2026-12-23T09:00:01Z');
-    await sweepRetention(t.ctx.db, late, 30);
-    for (const table of [
-      'webhook_events where id',
-      'webhook_attempts where event_id',
-      'webhook_redeliveries where event_id',
-    ]) {
-      const r = await t.ctx.db.query(`select 1 from ${table} = $1`, [evt.id]);
-      expect(r.rows, table).toHaveLength(0);
-    }
-    expect((await get(m.key, `/v1/events/${evt.id}`)).statusCode).toBe(404);
   });
 });
