@@ -69,6 +69,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       codeKey,
       activatorFor: (mode) => (mode === 'live' ? live : test),
       jobs: { wake: () => workers?.wakeJobs() },
+      webhooks: { wake: () => workers?.wakeWebhooks() },
       metrics,
     };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock, codeKey) : null;

@@ -276,6 +276,7 @@ describe('jobs, usage and the overview after real redeems', () => {
     expect(all.jobs[2]).toEqual({
       job_id: expect.stringMatching(/^job_/),
       customer_id: a.customerId,
+      customer_name: expect.stringMatching(/^merchant /),
       mode: 'test',
       async: false,
       status: 'completed',
@@ -286,6 +287,8 @@ describe('jobs, usage and the overview after real redeems', () => {
       done: 5,
       billed_requests: 4,
       refunded_requests: 1,
+      outcomes: { activated: 2, billed_failures: 2, refunded: 1, quarantined: 0 },
+      attention: null,
       created_at: '2026-11-22T09:00:00Z',
       finished_at: '2026-11-22T09:00:00Z',
     });
@@ -301,6 +304,12 @@ describe('jobs, usage and the overview after real redeems', () => {
       ),
     );
     expect(window.jobs.map((j: { player_id: string }) => j.player_id)).toEqual(['0001234567']);
+    // Completed, yet nothing activated: the list says so.
+    expect(window.jobs[0]).toMatchObject({
+      status: 'completed',
+      outcomes: { activated: 0, billed_failures: 0, refunded: 1, quarantined: 0 },
+      attention: 'nothing_activated',
+    });
     expect(ok(await get(`/admin/v1/jobs?customer_id=${a.customerId}&mode=live`)).jobs).toEqual([]);
     expect(ok(await get(`/admin/v1/jobs?customer_id=${a.customerId}&status=queued`)).jobs).toEqual([]);
   });
@@ -323,8 +332,15 @@ describe('jobs, usage and the overview after real redeems', () => {
     });
     const queued = ok(await get(`/admin/v1/jobs?status=queued&customer_id=${a.customerId}`));
     expect(queued.jobs).toEqual([
-      expect.objectContaining({ job_id: res.json().job_id, async: true, done: 0 }),
+      expect.objectContaining({ job_id: res.json().job_id, async: true, done: 0, attention: null }),
     ]);
+    // The quarantined code's job: completed, and flagged until the code is settled.
+    const [held] = ok(await get(`/admin/v1/jobs?customer_id=${b.customerId}&limit=1`)).jobs;
+    expect(held).toMatchObject({
+      status: 'completed',
+      outcomes: { activated: 0, billed_failures: 0, refunded: 0, quarantined: 1 },
+      attention: 'quarantined',
+    });
   });
 
   test.each([

@@ -20,7 +20,9 @@ import { redeem, uniqueCode } from './helpers/redeem.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
-const SCREENSHOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'console-overview.png');
+const DOCS = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs');
+const SCREENSHOT = join(DOCS, 'console-overview.png');
+const shot = (name: string) => join(DOCS, name);
 if (!haveChromium) console.warn('browser tests skipped: /usr/bin/chromium not found');
 
 describe.skipIf(!haveChromium)('the console in Chromium', () => {
@@ -154,15 +156,14 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     const drawn = await page.evaluate(() =>
       [
         ...document.querySelectorAll<
-          HTMLElement & { plot: { data: number[][]; series: { label: string }[] } }
+          HTMLElement & { plot: { data: number[][] }; raw: Record<string, number[]> }
         >('[data-plot]'),
       ].map((el) => ({
         name: el.dataset.plot,
         canvas: el.querySelector('canvas') !== null,
         points: el.plot.data[0]!.length,
-        series: el.plot.series
-          .slice(1)
-          .map((s, i) => [s.label, el.plot.data[i + 1]!.reduce((a, b) => a + b, 0)]),
+        // Stacked bars are drawn at running sums; `raw` holds each series' own counts.
+        series: Object.entries(el.raw).map(([label, values]) => [label, values.reduce((a, b) => a + b, 0)]),
         shown: [...el.querySelectorAll('[data-total]')].map((td) => [
           (td as HTMLElement).dataset.total,
           Number(td.textContent),
@@ -195,6 +196,15 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
       },
     ]);
     expect(hourly.buckets).toHaveLength(24);
+    // The legend shows the latest bucket's counts (not "--") and the axes say what they count.
+    const legend = await page.$$eval('[data-plot=hourly] .u-legend .u-series', (rows) =>
+      rows.map((r) => r.textContent),
+    );
+    expect(legend.every((l) => !l!.includes('--'))).toBe(true);
+    const yLabels = await page.$$eval('[data-plot]', (els) =>
+      els.map((el) => (el as HTMLElement & { plot: { axes: { label?: string }[] } }).plot.axes[1]!.label),
+    );
+    expect(yLabels).toEqual(['codes per hour', 'codes per day', 'requests per day']);
     expect(await page.textContent('[data-card=quarantine] .big')).toBe(String(overview.quarantined_codes));
     mkdirSync(dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
@@ -281,18 +291,30 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     expect(await page.locator('[data-table=jobs] tbody tr').count()).toBe(3);
     // Newest first; zero counts are shown as 0 (the bad player's job billed nothing).
     const cells = await page.$$eval('[data-table=jobs] tbody tr', (rows) =>
-      rows.map((r) => [...r.querySelectorAll('td')].slice(4, 8).map((td) => td.textContent)),
+      rows.map((r) => [...r.querySelectorAll('td')].slice(4, 10).map((td) => td.textContent)),
     );
-    expect(cells).toEqual([
-      ['completed', '1/1', '0', '1'],
-      ['completed', '1/1', '0', '1'],
-      ['completed', '6/6', '5', '1'],
+    // Status (with a badge of its own where nothing activated or a code is quarantined), codes,
+    // then activated, billed failures, refunded and quarantined.
+    // (The two newest share their creation time: their order is the id's.)
+    expect([...cells.slice(0, 2)].sort()).toEqual([
+      ['nothing activated', '1/1', '0', '0', '1', '0'],
+      ['quarantined code', '1/1', '0', '0', '0', '1'],
     ]);
+    expect(cells[2]).toEqual(['completed', '6/6', '3', '2', '1', '0']);
+    expect(await page.textContent('[data-table=jobs] tbody tr td:nth-child(2)')).toContain(
+      `#${m.customerId}`,
+    );
+    await page.screenshot({ path: shot('console-jobs.png'), fullPage: true });
     await page.click(`[data-table=jobs] a[href="#/jobs/${timeoutJob}"]`);
     await page.waitForSelector('[data-table=codes]');
     const row = (await page.textContent('[data-table=codes] tbody tr'))!;
     expect(row).toContain('quarantined');
     expect(row).toMatch(/…[A-Z0-9]{4}/);
+    expect(await page.textContent('[data-attention]')).toBe('quarantined code');
+    expect(await page.textContent('dl')).toContain(
+      '0 activated · 0 billed failures · 0 refunded · 1 quarantined',
+    );
+    await page.screenshot({ path: shot('console-job.png'), fullPage: true });
   });
 
   test('quarantine: settle the timed-out code as used', async () => {

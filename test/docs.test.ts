@@ -4,8 +4,10 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { openApiDocument } from '../src/openapi/document.ts';
+import { EXAMPLES } from '../src/openapi/examples.ts';
 import { DOCUMENTED_ERROR_STATUS } from '../src/openapi/schemas.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
+import { checkResponse } from './helpers/openapi-check.ts';
 
 let t: TestApp;
 let base: string;
@@ -68,6 +70,55 @@ test('descriptions are escaped, not HTML', async () => {
   // The sandbox description names `rk_test_`; the arrow and quotes of descriptions are text.
   expect(html).toContain('<code>rk_test_</code>');
   expect(html).not.toMatch(
-    /<(?!\/?(?:a|br|code|div|ol|h[1-5]|html|head|body|header|li|link|main|meta|nav|p|section|small|span|table|tbody|td|th|thead|title|tr|ul)\b)[a-z]/i,
+    /<(?!\/?(?:a|br|code|div|ol|h[1-5]|html|head|body|header|li|link|main|meta|nav|p|pre|section|small|span|table|tbody|td|th|thead|title|tr|ul)\b)[a-z]/i,
   );
+});
+
+test('one error table per operation, and an example of each that matches the document', async () => {
+  const html = await (await fetch(`${base}/docs`)).text();
+  const doc = openApiDocument();
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, { operationId: string }>).map(([method, op]) => ({
+      path,
+      method,
+      op,
+    })),
+  );
+  // The error body's fields appear in the schemas (ErrorBody, JobError, the failed event) and
+  // the redeem's 422 (a result or an error), not under every status of every operation.
+  expect(html.split('<td><code>error_code</code></td>').length - 1).toBeLessThanOrEqual(4);
+  expect(html.split('<table class="fields errors">').length - 1).toBe(operations.length);
+  for (const { path, method, op } of operations) {
+    const ex = EXAMPLES[op.operationId];
+    if (['openapi', 'docs', 'docsStylesheet'].includes(op.operationId)) continue;
+    expect(ex, op.operationId).toBeDefined();
+    expect(html).toContain(`HTTP/1.1 ${ex!.status}`);
+    const url = ex!.request.split('\n')[0]!.split(' ')[1]!;
+    expect(url.split('?')[0]!.replace(/(job|evt)_[A-Za-z0-9]+/, '{id}')).toBe(path);
+    expect(ex!.request.startsWith(method.toUpperCase())).toBe(true);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json; charset=utf-8',
+      'x-request-id': 'req_4mV9dQ2sKp7LwX1bN8cZ3tYe',
+      'svc-version': '1.0.0',
+      'svc-cost': '0',
+      'svc-idempotent-replay': 'false',
+      'cache-control': 'no-store',
+      'svc-quota-used': '12',
+      'svc-quota-remaining': '88',
+      'svc-balance-usd': '25',
+      'ratelimit-limit': '30',
+      'ratelimit-remaining': '29',
+      'ratelimit-reset': '10',
+    };
+    const problems = checkResponse({
+      method,
+      url,
+      status: ex!.status,
+      headers,
+      body: JSON.stringify(ex!.response),
+    });
+    expect(problems, op.operationId).toEqual([]);
+  }
+  // The page is a reference, not a wall: well under the 40,000-pixel page it was.
+  expect(html.length).toBeLessThan(200_000);
 });

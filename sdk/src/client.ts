@@ -2,6 +2,7 @@
 // Idempotency-Key is made once per call and sent on every attempt, and job polling.
 import { randomKey } from './crypto.js';
 import { errorFromResponse, JobInterruptedError, RedeemGatewayError } from './errors.js';
+import { type Call, EventsApi, StatementsApi } from './reconcile.js';
 import type {
   Accepted,
   Account,
@@ -76,6 +77,10 @@ export class RedeemGateway {
   readonly #maxRetryDelayMs: number;
   readonly #timeoutMs: number;
   readonly #onRetry: ((info: RetryInfo) => void) | undefined;
+  /** The webhook event log: list (an async iterator of pages), get, redeliver. */
+  readonly events: EventsApi;
+  /** Statements per UTC day: get (JSON) and csv (text). */
+  readonly statements: StatementsApi;
 
   constructor(options: ClientOptions) {
     if (!options?.apiKey) throw new TypeError('apiKey is required');
@@ -87,6 +92,10 @@ export class RedeemGateway {
     this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#onRetry = options.onRetry;
+    const call: Call = (method, path, body, opts, headers) =>
+      this.#call(method, path, body, opts, headers).then((r) => r.body as never);
+    this.events = new EventsApi(call);
+    this.statements = new StatementsApi(call);
   }
 
   /** GET /v1/me: the account record of the key (plan, quota, wallet, subscription). */

@@ -8,6 +8,8 @@ export {
   type WaitOptions,
 } from './client.js';
 export { isRetryable, JobInterruptedError, RedeemGatewayError } from './errors.js';
+export { type Call, EventsApi, StatementsApi } from './reconcile.js';
+export type * from './reconcile-types.js';
 export type * from './types.js';
 export {
   sign,

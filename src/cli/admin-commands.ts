@@ -3,6 +3,8 @@
 import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { describePlan, formatCustomer, formatGeneric, formatLedger } from './admin-format.ts';
+import { formatJobs } from './admin-format-reconcile.ts';
+import { RECONCILE_COMMANDS } from './admin-reconcile-commands.ts';
 
 export type Json = Record<string, unknown>;
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -307,7 +309,7 @@ export const COMMANDS: Command[] = [
         cursor: 'cursor',
       }),
     }),
-    print: printPage,
+    print: formatJobs,
   },
   {
     name: 'usage show',
@@ -464,3 +466,6 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return Buffer.concat(chunks).toString('utf8');
 }
+
+// The event log and statements (contract 13.6, 13.7) live in their own file.
+COMMANDS.push(...RECONCILE_COMMANDS);

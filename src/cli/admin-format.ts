@@ -141,7 +141,7 @@ export function formatLedger(a: Json): string[] {
   return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'note'], rows)];
 }
 
-function table(header: string[], rows: string[][]): string[] {
+export function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     `  ${cells

@@ -51,7 +51,10 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
     io.stdout(adminHelp());
     return 0;
   }
-  const command = COMMANDS.find((c) => c.name === `${thing} ${verb}`);
+  // A one-word command (`statements ID`) takes the second word as its first argument.
+  const single = COMMANDS.find((c) => c.name === thing);
+  const command = single ?? COMMANDS.find((c) => c.name === `${thing} ${verb}`);
+  if (single && verb !== undefined) rest.unshift(verb);
   if (!command) {
     const known = COMMANDS.some((c) => c.name.startsWith(`${thing} `));
     io.stderr(

@@ -68,6 +68,8 @@ export interface AppContext<C extends CoreConfig = CoreConfig, M extends CoreMet
   activatorFor(mode: Mode): Activator;
   /** The job worker of this process: woken when a job is queued here. */
   jobs: { wake(): void };
+  /** The webhook worker of this process: woken when a redelivery is queued here (absent: it polls). */
+  webhooks?: { wake(): void };
   /** This process's recorders of business events (src/metrics/). */
   metrics: M;
 }

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   request_timeout: 408,
   no_stock: 409,
+  conflict: 409,
   idempotency_in_progress: 409,
   payload_too_large: 413,
   idempotency_conflict: 422,

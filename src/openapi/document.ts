@@ -4,6 +4,7 @@
 import { DEFAULT_TOLERANCE_SEC, SIGNATURE_HEADER } from '../core/webhooks/signing.ts';
 import { API_VERSION } from '../http/headers.ts';
 import { BODY_LIMIT } from '../http/plumbing.ts';
+import { eventPaths, reconcileSchemas, statementPaths } from './reconcile-paths.ts';
 import { componentSchemas, DOCUMENTED_ERROR_STATUS, errorBody, type JsonSchema } from './schemas.ts';
 
 type Header = { description: string; required?: boolean; schema: JsonSchema };
@@ -462,6 +463,9 @@ function buildDocument() {
           },
         },
       },
+      // The event log and statements (contract 13.6, 13.7).
+      ...eventPaths({ json, headersFor, errorResponses }),
+      ...statementPaths({ json, headersFor, errorResponses }),
     },
     webhooks: {
       'redeem.completed': webhook(
@@ -487,7 +491,7 @@ function buildDocument() {
         },
       },
       headers: HEADERS,
-      schemas: componentSchemas,
+      schemas: { ...componentSchemas, ...reconcileSchemas },
     },
   };
 }

@@ -4,6 +4,7 @@
 // script, need inline styles or eval under a strict policy, and some fetch fonts or a validator
 // from outside; this API is small enough that a plain page reads better.)
 import { DOCS_CSS_PATH, type OpenApiDocument } from './document.ts';
+import { EXAMPLES } from './examples.ts';
 import type { JsonSchema } from './schemas.ts';
 
 const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -132,7 +133,15 @@ function operationBlock(method: string, path: string, op: Operation, doc: OpenAp
     }
   }
   html += '<h4>Responses</h4>';
+  const errors: [string, string[], string | undefined][] = [];
   for (const [status, r] of Object.entries(op.responses)) {
+    // Every error status has the same body: one table per operation lists them all (below),
+    // instead of the error body's fields again under each status.
+    const codes = errorCodesOf(r.content);
+    if (codes) {
+      errors.push([status, codes, r.description]);
+      continue;
+    }
     html += `<div class="response"><h5><span class="status s${esc(status[0])}">${esc(status)}</span> ${md(r.description)}</h5>`;
     html += headerList(r.headers, doc.components.headers as Record<string, Header>);
     for (const [type, media] of Object.entries(r.content ?? {})) {
@@ -140,7 +149,36 @@ function operationBlock(method: string, path: string, op: Operation, doc: OpenAp
     }
     html += '</div>';
   }
+  if (errors.length) html += errorTable(errors);
+  html += exampleBlock(op.operationId);
   return `${html}</section>`;
+}
+
+/** The error_codes of an error response (its body is the error body), or null. */
+function errorCodesOf(content: Record<string, { schema: Schema }> | undefined): string[] | null {
+  const schema = content?.['application/json']?.schema;
+  const code = schema?.properties?.error_code;
+  if (!schema || schema.properties?.codes || !code) return null;
+  return (code.enum as string[] | undefined) ?? [];
+}
+
+function errorTable(errors: [string, string[], string | undefined][]): string {
+  const rows = errors
+    .map(
+      ([status, codes, description]) =>
+        `<tr><td><span class="status s${esc(status[0])}">${esc(status)}</span></td><td>${codes
+          .map((c) => `<code>${esc(JSON.stringify(c))}</code>`)
+          .join(' ')}</td><td>${md(description)}</td></tr>`,
+    )
+    .join('');
+  return `<div class="response"><h5>Errors: the <a href="#${anchor('schema', 'ErrorBody')}">error body</a> with one of</h5><table class="fields errors"><thead><tr><th>Status</th><th>error_code</th><th>Meaning</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+}
+
+function exampleBlock(operationId: string | undefined): string {
+  const ex = operationId ? EXAMPLES[operationId] : undefined;
+  if (!ex) return '';
+  const body = typeof ex.response === 'string' ? ex.response : JSON.stringify(ex.response, null, 2);
+  return `<h4>Example</h4><div class="example"><pre><code>${esc(ex.request)}</code></pre><pre><code>HTTP/1.1 ${ex.status}\n\n${esc(body)}</code></pre></div>`;
 }
 
 /** The whole reference page. */
@@ -235,5 +273,9 @@ h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:40px}
 .headers,.type{color:var(--muted);font-size:13px}
 table.fields{border-collapse:collapse;width:100%;font-size:13px;margin:8px 0}
 table.fields th,table.fields td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+.example{display:grid;grid-template-columns:1fr 1fr;gap:8px}
+.example pre{margin:0;overflow:auto;background:var(--code);border-radius:4px;padding:8px;max-height:420px}
+.example pre code{background:none;padding:0;white-space:pre}
+@media (max-width:1000px){.example{grid-template-columns:1fr}}
 @media (max-width:800px){body{display:block}nav{position:static;height:auto;width:auto;border-right:0}}
 `;

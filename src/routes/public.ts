@@ -3,11 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../http/context.ts';
 import type { KeyChecks } from '../http/key-checks.ts';
 import { registerDocsRoutes } from './docs.ts';
+import { registerEventRoutes } from './events.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerJobRoutes } from './jobs.ts';
 import { registerMeRoutes } from './me.ts';
 import { registerOpenApiRoutes } from './openapi.ts';
 import { registerRedeemRoutes } from './redeem.ts';
+import { registerStatementRoutes } from './statements.ts';
 import { registerStockRoutes } from './stock.ts';
 import { registerWebhookRoutes } from './webhook.ts';
 
@@ -18,6 +20,8 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: ServerContext, k
   registerRedeemRoutes(app, ctx, keyChecks);
   registerJobRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
+  registerEventRoutes(app, ctx);
+  registerStatementRoutes(app, ctx);
   // The API reference (contract 12.9): the OpenAPI document and its HTML rendering, no key.
   registerOpenApiRoutes(app);
   registerDocsRoutes(app);

@@ -13,6 +13,8 @@ import { type Listener, processApplicationName, startListener } from '../db/list
 export interface Workers {
   /** Wakes the job worker (a job was queued by this process). */
   wakeJobs(): void;
+  /** Wakes the webhook worker (a redelivery was queued by this process). */
+  wakeWebhooks(): void;
   /** Stops taking jobs and waits up to `graceMs` for running ones; returns how many still run. */
   stopJobs(graceMs: number): Promise<number>;
   /** Stops the sweeper. */
@@ -60,6 +62,7 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
     });
   return {
     wakeJobs: () => worker?.wake(),
+    wakeWebhooks: () => webhookWorker?.wake(),
     stopJobs: (graceMs) => worker!.stop(graceMs),
     stopSweeper: () => sweeper.stop(),
     async stopRest() {

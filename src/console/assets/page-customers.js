@@ -4,6 +4,7 @@
 import { api, qs } from './api.js';
 import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, usd, when } from './dom.js';
+import { eventsSection, statementSection } from './page-customer-reconcile.js';
 
 /** Codes per import request, at most (the admin API's limit). */
 const IMPORT_BATCH = 10_000;
@@ -105,6 +106,10 @@ export async function renderDetail(main, id, flash) {
       pairs.map(([k, v]) => [h('dt', k), h('dd', v ?? '—')]),
     );
   const plan = c.plan;
+  // The event log and statement open on the mode the customer has live keys for, else test.
+  const mode = c.keys.some((k) => k.mode === 'live') ? 'live' : 'test';
+  const events = eventsSection(id, mode);
+  const statement = statementSection(id, mode);
   put(
     main,
     h(
@@ -147,7 +152,10 @@ export async function renderDetail(main, id, flash) {
     ledgerSection(base),
     stockSection(c, base, reload),
     await usageSection(id),
+    statement,
+    events,
   );
+  await Promise.all([events.ready, statement.ready]);
 }
 
 function keysSection(c, id) {

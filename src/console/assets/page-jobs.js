@@ -8,6 +8,40 @@ const hashParams = () => new URLSearchParams(location.hash.split('?')[1] ?? '');
 const toIso = (local) => (local ? `${local.length === 16 ? `${local}:00` : local}Z` : '');
 const toLocal = (iso) => (iso ? iso.replace(/Z$/, '').slice(0, 16) : '');
 
+/**
+ * The status badge: a job completes whatever its codes' outcomes, so a completed job where no
+ * code activated, or with a quarantined code, gets a badge of its own.
+ */
+export function jobBadge(j) {
+  if (j.attention === 'quarantined')
+    return h('span', { class: 'badge quarantined', 'data-attention': 'quarantined' }, 'quarantined code');
+  if (j.attention === 'nothing_activated')
+    return h(
+      'span',
+      { class: 'badge none-activated', 'data-attention': 'nothing_activated' },
+      'nothing activated',
+    );
+  return h('span', { class: `badge ${j.status}` }, j.status);
+}
+
+// The list's attention flag and counts, from one job's codes (the detail answer has no list row).
+const done = (codes) => codes.filter((c) => c.state === 'done');
+const unsettled = (c) => c.disposition === 'quarantined' && !c.settlement;
+function attentionOf(j, codes) {
+  if (codes.some(unsettled)) return 'quarantined';
+  const finished = !['queued', 'running'].includes(j.status);
+  return finished && codes.length && !codes.some((c) => c.status === 'activated')
+    ? 'nothing_activated'
+    : null;
+}
+function outcomeLine(codes) {
+  const d = done(codes);
+  const n = (f) => d.filter(f).length;
+  return `${n((c) => c.status === 'activated')} activated · ${n((c) => c.billed && c.status !== 'activated')} billed failures · ${n(
+    (c) => !c.billed && !unsettled(c),
+  )} refunded · ${n(unsettled)} quarantined`;
+}
+
 export async function renderList(main) {
   const p = hashParams();
   const f = {
@@ -51,13 +85,24 @@ export async function renderList(main) {
   let cursor = null;
   const columns = [
     ['Job', (j) => h('a', { href: `#/jobs/${j.job_id}` }, j.job_id)],
-    ['Customer', (j) => h('a', { href: `#/customers/${j.customer_id}` }, j.customer_id)],
+    [
+      'Customer',
+      (j) =>
+        h(
+          'a',
+          { href: `#/customers/${j.customer_id}` },
+          j.customer_name,
+          h('span.muted', ` #${j.customer_id}`),
+        ),
+    ],
     ['Mode', (j) => j.mode],
     ['Kind', (j) => (j.async ? 'async' : 'sync')],
-    ['Status', (j) => h('span', { class: `badge ${j.status}` }, j.status)],
+    ['Status', (j) => jobBadge(j)],
     ['Codes', (j) => `${j.done}/${j.codes}`],
-    ['Billed', (j) => j.billed_requests],
-    ['Refunded', (j) => j.refunded_requests],
+    ['Activated', (j) => j.outcomes.activated],
+    ['Billed failures', (j) => j.outcomes.billed_failures],
+    ['Refunded', (j) => j.outcomes.refunded],
+    ['Quarantined', (j) => j.outcomes.quarantined],
     ['Reference', (j) => j.reference ?? ''],
     ['Created', (j) => when(j.created_at)],
   ];
@@ -118,7 +163,8 @@ export async function renderDetail(main, jobId) {
       ['Customer', h('a', { href: `#/customers/${j.customer_id}` }, j.customer_id)],
       ['Mode', j.mode],
       ['Kind', j.async ? 'async' : 'sync'],
-      ['Status', j.status],
+      ['Status', jobBadge({ ...j, attention: attentionOf(j, r.attempts) })],
+      ['Outcomes', outcomeLine(r.attempts)],
       ['Player', j.player_id],
       ['Source', j.source],
       ['Reference', j.reference],

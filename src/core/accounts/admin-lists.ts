@@ -127,13 +127,30 @@ export async function listJobs(q: Queryable, f: JobFilter) {
     billed: number;
     refunded: number;
     done: number;
+    customerName: string;
+    activated: number;
+    billedFailures: number;
+    refundedCodes: number;
+    quarantined: number;
   }>(
     `select j.id, j.customer_id as "customerId", j.mode, j.is_async as "isAsync", j.status, j.source,
             j.player_id as "playerId", j.reference, j.total, j.created_at as "createdAt",
             j.finished_at as "finishedAt", j.captured_included + j.captured_wallet as billed,
             j.released_included + j.released_wallet as refunded,
-            (select count(*)::int from job_codes c where c.job_id = j.id and c.state = 'done') as done
+            o.done, cu.name as "customerName", o.activated, o.billed_failures as "billedFailures",
+            o.refunded as "refundedCodes", o.quarantined
        from jobs j
+       join customers cu on cu.id = j.customer_id
+       -- What went wrong, per outcome: billed failures (code_used, invalid_code), refunded
+       -- (bad_player, failed), and quarantined codes still waiting for their settlement.
+       cross join lateral (
+         select count(*)::int as done,
+                count(*) filter (where c.status = 'activated')::int as activated,
+                count(*) filter (where c.billed is true and c.status <> 'activated')::int as billed_failures,
+                count(*) filter (where c.billed is not true
+                                   and not (c.disposition = 'quarantined' and c.settled_at is null))::int as refunded,
+                count(*) filter (where c.disposition = 'quarantined' and c.settled_at is null)::int as quarantined
+           from job_codes c where c.job_id = j.id and c.state = 'done' and not c.reused) o
       where ($1::bigint is null or j.customer_id = $1) and ($2::text is null or j.mode = $2)
         and ($3::text is null or j.status = $3)
         and ($4::timestamptz is null or j.created_at >= $4) and ($5::timestamptz is null or j.created_at < $5)
@@ -156,6 +173,7 @@ export async function listJobs(q: Queryable, f: JobFilter) {
     jobs: rows.map((j) => ({
       job_id: j.id,
       customer_id: j.customerId,
+      customer_name: j.customerName,
       mode: j.mode,
       async: j.isAsync,
       status: j.status,
@@ -166,6 +184,13 @@ export async function listJobs(q: Queryable, f: JobFilter) {
       done: j.done,
       billed_requests: j.billed,
       refunded_requests: j.refunded,
+      outcomes: {
+        activated: j.activated,
+        billed_failures: j.billedFailures,
+        refunded: j.refundedCodes,
+        quarantined: j.quarantined,
+      },
+      attention: jobAttention(j),
       created_at: isoUtc(j.createdAt),
       finished_at: j.finishedAt ? isoUtc(j.finishedAt) : null,
     })),
@@ -173,4 +198,21 @@ export async function listJobs(q: Queryable, f: JobFilter) {
     next_cursor:
       r.rows.length > f.limit && last ? encodeCursor([last.createdAt.toISOString(), last.id]) : null,
   };
+}
+
+/**
+ * Why a job needs a look although its status may be `completed` (a job completes whatever its
+ * codes' outcomes): a quarantined code waits for its settlement, or a finished job activated
+ * nothing. Null when neither.
+ */
+export function jobAttention(j: {
+  status: JobStatus;
+  total: number;
+  activated: number;
+  quarantined: number;
+}): 'quarantined' | 'nothing_activated' | null {
+  if (j.quarantined > 0) return 'quarantined';
+  if (j.status !== 'queued' && j.status !== 'running' && j.total > 0 && j.activated === 0)
+    return 'nothing_activated';
+  return null;
 }

@@ -108,8 +108,13 @@ export async function sweepRetention(
       const ids = picked.rows.map((r) => r.id);
       if (ids.length === 0) return 0;
       const attempts = await tx.query('delete from webhook_attempts where event_id = any($1::text[])', [ids]);
+      // Redeliveries are attempts too (contract 12.2, 13.6).
+      const redeliveries = await tx.query(
+        'delete from webhook_redeliveries where event_id = any($1::text[])',
+        [ids],
+      );
       const events = await tx.query('delete from webhook_events where id = any($1::text[])', [ids]);
-      sweep.webhookAttempts += attempts.rowCount;
+      sweep.webhookAttempts += attempts.rowCount + redeliveries.rowCount;
       sweep.webhookEvents += events.rowCount;
       return ids.length;
     });

@@ -12,6 +12,8 @@ import type { Mode } from '../accounts/accounts.ts';
 import { startBackgroundLoop } from '../background-loop.ts';
 import type { AppContext } from '../context.ts';
 import { type JobEvent, jobEventData } from '../jobs/view.ts';
+import { attemptErrorClass } from './attempt-errors.ts';
+import { runDueRedeliveries } from './redelivery.ts';
 import { loadRegistration } from './registration.ts';
 import { signatureHeader } from './signing.ts';
 import {
@@ -50,10 +52,10 @@ export interface WebhookWorker {
   stop(): Promise<void>;
 }
 
-type Deps = Pick<AppContext, 'db' | 'config' | 'clock' | 'logger' | 'codeKey'> &
+export type Deps = Pick<AppContext, 'db' | 'config' | 'clock' | 'logger' | 'codeKey'> &
   Partial<Pick<AppContext, 'metrics'>>;
 
-interface ClaimedEvent {
+export interface ClaimedEvent {
   id: string;
   customerId: number;
   mode: Mode;
@@ -63,7 +65,7 @@ interface ClaimedEvent {
   attempts: number;
 }
 
-interface AttemptOutcome {
+export interface AttemptOutcome {
   status: number | null;
   error: string | null;
   url: string;
@@ -118,6 +120,9 @@ export async function deliverDueEvents(
   stop?: AbortSignal,
 ): Promise<number> {
   const claimed = await claimDueEvents(deps, opts.batchSize ?? 10, opts.leaseMs ?? 60_000);
+  // Redeliveries (contract 13.6) run beside the schedule, never as part of it.
+  // The sender is handed over so redelivery.ts needs nothing of this file at run time.
+  const redelivered = runDueRedeliveries(deps, opts, { send: sendAttempt, envelope: envelopeBody }, stop);
   await Promise.all(
     claimed.map((evt) =>
       deliverEvent(deps, opts, evt, stop).catch((err: unknown) => {
@@ -129,7 +134,7 @@ export async function deliverDueEvents(
       }),
     ),
   );
-  return claimed.length;
+  return claimed.length + (await redelivered);
 }
 
 /** Takes due events and their attempt numbers in one statement (SKIP LOCKED + lease). */
@@ -168,7 +173,17 @@ async function deliverEvent(deps: Deps, opts: WebhookWorkerOptions, evt: Claimed
   const data = await jobEventData(deps.db, deps.codeKey, evt.jobId, evt.event);
   if (!data) return drop(deps, evt, 'the job no longer exists', log);
 
-  const body = Buffer.from(
+  const body = envelopeBody(evt, data);
+  const startedAt = deps.clock.now();
+  const started = performance.now();
+  const outcome = await sendAttempt(deps, opts, registration, evt, body, stop);
+  const durationMs = Math.round(performance.now() - started);
+  await recordAttempt(deps, evt, outcome, startedAt, durationMs, log);
+}
+
+/** The envelope's exact bytes (contract section 7): the same id on every attempt and redelivery. */
+export function envelopeBody(evt: Pick<ClaimedEvent, 'id' | 'event' | 'createdAt'>, data: unknown): Buffer {
+  return Buffer.from(
     JSON.stringify({
       id: evt.id,
       event: evt.event,
@@ -177,18 +192,13 @@ async function deliverEvent(deps: Deps, opts: WebhookWorkerOptions, evt: Claimed
     }),
     'utf8',
   );
-  const startedAt = deps.clock.now();
-  const started = performance.now();
-  const outcome = await sendAttempt(deps, opts, registration, evt, body, stop);
-  const durationMs = Math.round(performance.now() - started);
-  await recordAttempt(deps, evt, outcome, startedAt, durationMs, log);
 }
 
-async function sendAttempt(
+export async function sendAttempt(
   deps: Deps,
   opts: WebhookWorkerOptions,
   registration: { url: string; secret: string },
-  evt: ClaimedEvent,
+  evt: Pick<ClaimedEvent, 'id' | 'event'>,
   body: Buffer,
   stop?: AbortSignal,
 ): Promise<AttemptOutcome> {
@@ -319,8 +329,8 @@ async function recordAttempt(
   // a later attempt (its own attempt is still recorded: it was made).
   await deps.db.query(
     `with attempt as (
-       insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms)
-       values ($1, $2, $8, $9, $4, $5, $10)
+       insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms, error_class)
+       values ($1, $2, $8, $9, $4, $5, $10, $11)
      )
      update webhook_events
         set state = $3, locked_until = null, last_status = $4, last_error = $5,
@@ -338,6 +348,7 @@ async function recordAttempt(
       outcome.url,
       startedAt,
       durationMs,
+      attemptErrorClass(outcome.status, outcome.error),
     ],
     'webhook_record_attempt',
   );
@@ -361,7 +372,7 @@ async function drop(deps: Deps, evt: ClaimedEvent, reason: string, log: Deps['lo
 }
 
 /** Host and port only: a query string may carry the receiver's own token. */
-function hostOf(url: string): string {
+export function hostOf(url: string): string {
   try {
     return new URL(url).host;
   } catch {

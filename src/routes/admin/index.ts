@@ -5,10 +5,12 @@ import type { SessionStore } from '../../console/session.ts';
 import type { ServerContext } from '../../http/context.ts';
 import { registerConsoleRoutes } from './console.ts';
 import { registerAdminCustomerRoutes } from './customers.ts';
+import { registerAdminEventRoutes } from './events.ts';
 import { registerAdminJobRoutes } from './jobs.ts';
 import { registerAdminJobListRoutes } from './jobs-list.ts';
 import { registerAdminMetricsRoute } from './metrics.ts';
 import { registerAdminQuarantineRoutes } from './quarantine.ts';
+import { registerAdminStatementRoutes } from './statements.ts';
 import { registerAdminStockRoutes } from './stock.ts';
 import { registerAdminUsageRoutes } from './usage.ts';
 
@@ -20,5 +22,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminMetricsRoute(app, ctx);
   registerAdminJobListRoutes(app, ctx);
   registerAdminUsageRoutes(app, ctx);
+  registerAdminEventRoutes(app, ctx);
+  registerAdminStatementRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }

@@ -1,0 +1,45 @@
+// The operator's view of a customer's webhook events (contract 13.6): the same log as the
+// merchant's GET /v1/events, for either mode, one event in full, and a redelivery.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { customerExists } from '../../core/accounts/accounts.ts';
+import type { AppContext } from '../../core/context.ts';
+import { ApiError } from '../../core/errors.ts';
+import { getEvent, listEvents } from '../../core/webhooks/event-log.ts';
+import { requestRedelivery } from '../../core/webhooks/redelivery.ts';
+import { eventFilterFields } from '../events.ts';
+import { parseQuery } from './query.ts';
+import { customerIdParam, modeSchema } from './validation.ts';
+
+const adminEventsQuery = z.strictObject({ mode: modeSchema.optional(), ...eventFilterFields });
+
+export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) {
+  app.get<{ Params: { id: string } }>('/admin/v1/customers/:id/events', async (request) => {
+    const customerId = customerIdParam(request.params.id);
+    if (!(await customerExists(ctx.db, customerId))) throw new ApiError('not_found', 'unknown customer');
+    const q = parseQuery(adminEventsQuery, request.query);
+    const page = await listEvents(ctx.db, {
+      customerId,
+      mode: q.mode ?? null,
+      state: q.state,
+      type: q.type,
+      jobId: q.job_id,
+      cursor: q.cursor,
+      limit: q.limit,
+    });
+    return { ok: true, request_id: request.id, customer_id: customerId, ...page };
+  });
+
+  app.get<{ Params: { id: string } }>('/admin/v1/events/:id', async (request) => {
+    const event = await getEvent(ctx.db, ctx.codeKey, null, request.params.id);
+    if (!event) throw new ApiError('not_found', 'unknown event');
+    return { ok: true, request_id: request.id, ...event };
+  });
+
+  app.post<{ Params: { id: string } }>('/admin/v1/events/:id/redeliver', async (request, reply) => {
+    const r = await requestRedelivery(ctx.db, ctx.clock, null, request.params.id, 'operator');
+    ctx.webhooks?.wake();
+    reply.code(202);
+    return { ok: true, request_id: request.id, event_id: r.eventId };
+  });
+}
