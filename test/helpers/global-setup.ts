@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { ensureBuilt } from '../../bin/build.js';
 import { openPglite, openPostgres } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 
@@ -16,6 +17,9 @@ export function databaseUrl(base: string, name: string): string {
 }
 
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
+  // Server processes run the compiled build (bin/redeem-gateway.js): built once here, before
+  // the test files start them in parallel.
+  ensureBuilt();
   const base = process.env.DATABASE_URL;
   if (base) {
     const template = `rgtest_${process.pid}_${Date.now().toString(36)}`;
