@@ -82,6 +82,8 @@ async function main(argv: string[]): Promise<void> {
       const config = loadConfig();
       const { openDatabase, withoutDeadlines } = await import('./db/database.ts');
       const { migrate } = await import('./db/migrate.ts');
+      const { lockDataDir } = await import('./db/data-dir-lock.ts');
+      const lock = config.DATABASE_URL ? undefined : lockDataDir(resolve(config.DATA_DIR));
       const db = await openDatabase({
         databaseUrl: config.DATABASE_URL,
         dataDir: join(resolve(config.DATA_DIR), 'pglite'),
@@ -93,6 +95,7 @@ async function main(argv: string[]): Promise<void> {
         );
       } finally {
         await db.close();
+        lock?.release();
       }
       return;
     }

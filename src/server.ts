@@ -23,6 +23,7 @@ import { importStock } from './core/stock.ts';
 import { appendLedger } from './core/wallet.ts';
 import { startWebhookWorker, type WebhookWorker } from './core/webhooks/delivery.ts';
 import { configureWebhookResolver } from './core/webhooks/resolver.ts';
+import { type DataDirLock, lockDataDir } from './db/data-dir-lock.ts';
 import {
   type Database,
   describeConnectionError,
@@ -141,6 +142,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
 
   if (!config.DATABASE_URL) ensurePrivateDir(join(dataDir, 'pglite'));
+  // One process per embedded database (contract 13.10): a second one exits naming the holder.
+  const dirLock: DataDirLock | undefined = config.DATABASE_URL ? undefined : lockDataDir(dataDir);
   configureWebhookResolver(config);
   // PostgreSQL unreachable at start: one clear line and a non-zero exit (the supervisor restarts
   // the process); once running, losing the database never stops it (contract 12.3).
@@ -163,6 +166,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
     },
   }).catch((err: unknown) => {
+    dirLock?.release();
     if (config.DATABASE_URL && isConnectionError(err))
       throw new DatabaseUnreachableError(
         `database unreachable at start (${describeConnectionError(err)}); check DATABASE_URL and that PostgreSQL is up`,
@@ -293,6 +297,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await webhookWorker!.stop();
       await http?.close();
       await db.close();
+      dirLock?.release();
     };
     const running: Running = {
       ctx,
@@ -316,6 +321,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       listener?.stop(),
     ]);
     await db.close().catch(() => undefined);
+    dirLock?.release();
     throw err;
   }
 }
