@@ -40,6 +40,7 @@ Environment (defaults in brackets):
   DATABASE_STATEMENT_TIMEOUT_MS statement_timeout, 0 for none [5000]
   DATABASE_IDLE_TX_TIMEOUT_MS   idle_in_transaction_session_timeout, 0 for none [10000]
   SHUTDOWN_GRACE_MS             on SIGTERM/SIGINT, time to finish requests and jobs [25000]
+  DRAIN_DELAY_MS                on a stop, health says draining and all else is served this long first [0]
   JOB_CONCURRENCY               async jobs run at once per process [4]
   CODE_CONCURRENCY              codes of one job sent at once [5]
   WORKER_POLL_MS                job and webhook workers look for work this often when not woken [250]

@@ -201,6 +201,8 @@ const schema = z
       millis(v, 10_000, 'DATABASE_IDLE_TX_TIMEOUT_MS', ctx),
     ),
     SHUTDOWN_GRACE_MS: optionalString.transform((v, ctx) => millis(v, 25_000, 'SHUTDOWN_GRACE_MS', ctx)),
+    // Contract 13.10: health says "draining" this long before anything is refused (in the grace).
+    DRAIN_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'DRAIN_DELAY_MS', ctx)),
     JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
     CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
     WORKER_POLL_MS: optionalString.transform((v, ctx) => positiveInt(v, 250, 'WORKER_POLL_MS', ctx)),

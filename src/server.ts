@@ -35,7 +35,7 @@ import { type Listener, processApplicationName, startListener } from './db/liste
 import { migrate } from './db/migrate.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { AppContext } from './http/context.ts';
-import { type Draining, installDraining } from './http/draining.ts';
+import { announceDraining, type Draining, installDraining } from './http/draining.ts';
 import { API_VERSION, buildPublicApp } from './http/public-app.ts';
 import { createLogger } from './logger.ts';
 import { instrumentActivator } from './metrics/activator-metrics.ts';
@@ -275,6 +275,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const stop = async () => {
       const started = Date.now();
       const left = () => Math.max(0, config.SHUTDOWN_GRACE_MS - (Date.now() - started));
+      // Health says "draining" at once; the rest is served for DRAIN_DELAY_MS (contract 13.10).
+      await announceDraining(draining, Math.min(config.DRAIN_DELAY_MS, left()));
       // Stop accepting (Fastify closes the listening sockets and idle connections); a new request
       // on a connection still open gets the contract's 503 from the draining gate.
       for (const d of draining) d.start();
