@@ -24,15 +24,10 @@ import { appendLedger } from './core/wallet.ts';
 import { startWebhookWorker, type WebhookWorker } from './core/webhooks/delivery.ts';
 import { configureWebhookResolver } from './core/webhooks/resolver.ts';
 import { type DataDirLock, lockDataDir } from './db/data-dir-lock.ts';
-import {
-  type Database,
-  describeConnectionError,
-  isConnectionError,
-  openDatabase,
-  withoutDeadlines,
-} from './db/database.ts';
+import { type Database, describeConnectionError, isConnectionError, openDatabase } from './db/database.ts';
 import { type Listener, processApplicationName, startListener } from './db/listener.ts';
-import { migrate } from './db/migrate.ts';
+import { migrateDirect } from './db/migrate-direct.ts';
+import { directUrl } from './db/pool-mode.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { AppContext } from './http/context.ts';
 import { announceDraining, type Draining, installDraining } from './http/draining.ts';
@@ -156,6 +151,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       connectTimeoutMs: config.DATABASE_TIMEOUT_MS,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+      poolMode: config.DATABASE_POOL_MODE,
       // Names this process's writes in its wake-up notifications (src/db/listener.ts).
       applicationName: processApplicationName(INSTANCE_ID),
       onConnectionError(err) {
@@ -182,7 +178,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let listener: Listener | undefined;
   try {
     // A migration may build an index on a large table or wait for another process's lock.
-    const applied = await migrate(withoutDeadlines(db));
+    const applied = await migrateDirect(config, db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     const sandbox = createSandboxActivator({
       db,
@@ -244,7 +240,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // only one, and it wakes its own workers).
     if (db.kind === 'postgres' && config.DATABASE_URL)
       listener = startListener({
-        url: config.DATABASE_URL,
+        url: directUrl(config)!,
         channels: {
           redeem_job_queued: () => worker?.wake(),
           redeem_webhook_event: () => webhookWorker?.wake(),

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { ADMIN_TOKEN_FILE, ENCRYPTION_KEY_FILE, startServer } from '../src/server.ts';
 import { onPostgres } from './helpers/db.ts';
-import { freePort } from './helpers/process.ts';
+import { databaseEnv, freePort } from './helpers/process.ts';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const BIN = resolve(import.meta.dirname, '../bin/redeem-gateway.js');
@@ -328,7 +328,7 @@ describe('files of the data directory (contract 12.7)', () => {
       const running = await startServer(
         loadConfig({
           DATA_DIR: join(parent, 'pg'),
-          DATABASE_URL: process.env.DATABASE_URL!,
+          ...databaseEnv(),
           CODE_ENCRYPTION_KEY: KEY,
           ADMIN_TOKEN: 'config-test-admin-token-0123456789',
           PORT: String(await freePort()),

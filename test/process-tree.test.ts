@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { expect, inject, test } from 'vitest';
 import {
   createProcessMerchant,
+  databaseEnv,
   freePort,
   serverProcesses,
   TEST_ADMIN_TOKEN,
@@ -82,7 +83,7 @@ test('SIGTERM to npm start: the server drains, every process of the tree exits, 
     LOG_LEVEL: 'warn',
     SANDBOX_SLOW_MS: '2000',
     SHUTDOWN_GRACE_MS: '10000',
-    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    ...databaseEnv(),
   });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));

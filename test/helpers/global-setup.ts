@@ -20,13 +20,15 @@ export default async function setup({ provide }: { provide: (key: string, value:
   // Server processes run the compiled build (bin/redeem-gateway.js): built once here, before
   // the test files start them in parallel.
   ensureBuilt();
-  const base = process.env.DATABASE_URL;
+  // Behind PgBouncer (DATABASE_POOL_MODE=transaction) databases are made and dropped on
+  // PostgreSQL itself: the pooler keeps server connections to a database open after use.
+  const base = process.env.DATABASE_DIRECT_URL ?? process.env.DATABASE_URL;
   if (base) {
     const template = `rgtest_${process.pid}_${Date.now().toString(36)}`;
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
     await admin.query(`create database ${template}`);
-    const db = await openPostgres(databaseUrl(base, template));
+    const db = await openPostgres(databaseUrl(base, template), { poolMode: 'session' });
     try {
       await migrate(db);
     } finally {
