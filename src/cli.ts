@@ -12,6 +12,9 @@ Commands:
   serve                 run the public API, the admin API and the workers (npm start)
   migrate               apply pending database migrations and exit
   admin <what> …        operator commands, a client of the admin API (redeem-gateway admin help)
+  backup --out FILE     copy the embedded database (through the admin API while the server runs)
+  restore --from FILE --data-dir DIR
+                        fill a new, empty data directory from a backup
   upstream-sim          run the upstream protocol simulator (redeem-gateway upstream-sim --help)
 
 Environment (defaults in brackets):
@@ -19,6 +22,8 @@ Environment (defaults in brackets):
   ADMIN_HOST, ADMIN_PORT        admin API listener [127.0.0.1, 8081]
   ADMIN_TOKEN                   operator token [generated into DATA_DIR/admin-token]
   DATABASE_URL                  postgres://… for PostgreSQL [unset: embedded PGlite in DATA_DIR]
+  DATABASE_POOL_MODE            session | transaction (DATABASE_URL is PgBouncer in transaction mode) [session]
+  DATABASE_DIRECT_URL           PostgreSQL itself, for migrations and LISTEN behind a pooler [DATABASE_URL]
   DATA_DIR                      embedded database, generated token and key [./data]
   CODE_ENCRYPTION_KEY           32 bytes, base64 [generated into DATA_DIR; required with PostgreSQL]
   ACTIVATOR                     sandbox | http, for live keys [sandbox]
@@ -86,7 +91,8 @@ async function main(argv: string[]): Promise<void> {
       const { lockDataDir } = await import('./db/data-dir-lock.ts');
       const lock = config.DATABASE_URL ? undefined : lockDataDir(resolve(config.DATA_DIR));
       const db = await openDatabase({
-        databaseUrl: config.DATABASE_URL,
+        // Behind a transaction pooler, migrations go to PostgreSQL itself.
+        databaseUrl: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL,
         dataDir: join(resolve(config.DATA_DIR), 'pglite'),
       });
       try {
@@ -103,6 +109,12 @@ async function main(argv: string[]): Promise<void> {
     case 'admin': {
       const { runAdmin } = await import('./cli/admin.ts');
       await runAdmin(rest);
+      return;
+    }
+    case 'backup':
+    case 'restore': {
+      const { runBackup, runRestore } = await import('./cli/backup.ts');
+      await (command === 'backup' ? runBackup(rest) : runRestore(rest));
       return;
     }
     case 'upstream-sim': {

@@ -5,6 +5,7 @@ import { createSessionStore, type SessionStore, sessionAuthorizes } from '../con
 import { newRequestId } from '../core/ids.ts';
 import { sha256Hex } from '../core/keys.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
+import { registerAdminBackupRoute } from '../routes/admin/backup.ts';
 import { registerConsoleRoutes } from '../routes/admin/console.ts';
 import { registerAdminCustomerRoutes } from '../routes/admin/customers.ts';
 import { registerAdminJobRoutes } from '../routes/admin/jobs.ts';
@@ -70,6 +71,7 @@ export async function buildAdminApp(ctx: AppContext): Promise<FastifyInstance> {
   registerAdminMetricsRoute(app, ctx);
   registerAdminJobListRoutes(app, ctx);
   registerAdminUsageRoutes(app, ctx);
+  registerAdminBackupRoute(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
   app.addMethodNotAllowedRoutes();
   return app;
