@@ -140,6 +140,23 @@ describe('loadConfig', () => {
     ).toBe('postgres://postgres@127.0.0.1/x');
   });
 
+  test('DATABASE_POOL_MODE=transaction needs DATABASE_DIRECT_URL; other modes are rejected', () => {
+    const pg = { DATABASE_URL: 'postgres://postgres@127.0.0.1:6432/x', CODE_ENCRYPTION_KEY: KEY };
+    expectRejected({ ...pg, DATABASE_POOL_MODE: 'transaction' }, 'DATABASE_POOL_MODE');
+    expectRejected({ ...pg, DATABASE_POOL_MODE: 'statement' }, 'DATABASE_POOL_MODE');
+    expectRejected({ ...pg, DATABASE_DIRECT_URL: 'mysql://x/y' }, 'DATABASE_DIRECT_URL');
+    const config = loadConfig({
+      ...pg,
+      DATABASE_POOL_MODE: 'transaction',
+      DATABASE_DIRECT_URL: 'postgres://postgres@127.0.0.1:5432/x',
+    });
+    expect([config.DATABASE_POOL_MODE, config.DATABASE_DIRECT_URL]).toEqual([
+      'transaction',
+      'postgres://postgres@127.0.0.1:5432/x',
+    ]);
+    expect(loadConfig(pg).DATABASE_POOL_MODE).toBe('session');
+  });
+
   test('DATABASE_URL that is not PostgreSQL is rejected', () => {
     expectRejected({ DATABASE_URL: 'mysql://x/y', CODE_ENCRYPTION_KEY: KEY }, 'DATABASE_URL');
   });
