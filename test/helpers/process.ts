@@ -108,8 +108,9 @@ export async function startServerProcess(opts: {
   const template = process.env.DATABASE_URL ? '' : inject('pgliteTemplate');
   const pgliteDir = join(opts.dataDir, 'pglite');
   if (template && !existsSync(pgliteDir)) cpSync(template, pgliteDir, { recursive: true });
-  const port = await freePort();
-  const adminPort = await freePort();
+  // Fixed ports when the caller gives them (a restart behind a load balancer), else free ones.
+  const port = opts.env?.PORT ? Number(opts.env.PORT) : await freePort();
+  const adminPort = opts.env?.ADMIN_PORT ? Number(opts.env.ADMIN_PORT) : await freePort();
   let out = '';
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
