@@ -52,6 +52,9 @@ Environment (defaults in brackets):
   ADMIN_URL                     admin API address for "admin" commands [http://ADMIN_HOST:ADMIN_PORT]
 `;
 
+/** A signal this soon after the first is the same one delivered twice (see 'serve'). */
+const SIGNAL_ECHO_MS = 1000;
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -61,13 +64,16 @@ async function main(argv: string[]): Promise<void> {
       const running = await startServer(config, { announce: true });
       // Graceful stop (contract 12.4): drain, let jobs finish within SHUTDOWN_GRACE_MS, exit 0.
       // A second signal while draining stops at once (what was running is left to recovery).
-      let stopping = false;
+      let stoppingSince = 0;
       const stop = (signal: string) => {
-        if (stopping) {
+        if (stoppingSince) {
+          // Ctrl-C under `npm start` arrives twice: from the terminal (to the whole process
+          // group) and forwarded by npm. That echo is not an operator's second signal.
+          if (Date.now() - stoppingSince < SIGNAL_ECHO_MS) return;
           running.ctx.logger.warn({ signal }, 'second signal: stopping now');
           process.exit(1);
         }
-        stopping = true;
+        stoppingSince = Date.now();
         running.ctx.logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping gracefully');
         running.stop().then(
           () => {
