@@ -79,10 +79,10 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('backup and restore of the em
     const online = join(servers.dataDir(), 'online.backup');
     const env = { DATA_DIR: dataDir, ADMIN_URL: server.adminUrl, ADMIN_TOKEN: TEST_ADMIN_TOKEN };
     const taken = await cli(['backup', '--out', online], env);
-    expect(taken).toEqual({
-      code: 0,
-      out: expect.stringMatching(/^backup written to .* through the admin API of the running server\)\n$/),
-    });
+    expect(taken.code).toBe(0);
+    expect(taken.out).toMatch(/^backup written to .* through the admin API of the running server\)$/m);
+    // These servers take their code key from CODE_ENCRYPTION_KEY, not from a file: said so.
+    expect(taken.out).toContain('warning: no code-encryption.key in');
     expect(statSync(online).mode & 0o777).toBe(0o600);
 
     await server.kill('SIGTERM');

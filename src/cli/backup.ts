@@ -37,10 +37,13 @@ export async function runBackup(argv: string[], env: NodeJS.ProcessEnv = process
       'DATABASE_URL is set: back PostgreSQL up with its own tools (pg_dump, or base backups with WAL archiving)',
     );
   const dataDir = dataDirOf(env, values['data-dir']);
-  if (!existsSync(join(dataDir, 'pglite'))) throw new BackupError(`no embedded database in ${dataDir}`);
   let tarball: Buffer;
   let via: string;
   try {
+    // No data directory here: the server may run elsewhere (another working directory, a
+    // container); its admin API still gives the database, without the secret files.
+    if (!existsSync(join(dataDir, 'pglite')))
+      throw new DataDirInUseError(`no embedded database in ${dataDir}`);
     const lock = lockDataDir(dataDir);
     try {
       const db = await openPglite(join(dataDir, 'pglite'));
@@ -64,6 +67,10 @@ export async function runBackup(argv: string[], env: NodeJS.ProcessEnv = process
     const path = join(dataDir, file);
     if (existsSync(path)) secrets[file] = readFileSync(path, 'utf8').trim();
   }
+  if (!secrets[ENCRYPTION_KEY_FILE])
+    process.stderr.write(
+      `warning: no ${ENCRYPTION_KEY_FILE} in ${dataDir}: this backup holds no code encryption key; keep the server's CODE_ENCRYPTION_KEY (or that file) with it\n`,
+    );
   const out = resolve(values.out);
   const tmp = `${out}.${process.pid}.tmp`;
   const header = `${MAGIC}\n${JSON.stringify({ created_at: new Date().toISOString(), secrets })}\n`;
