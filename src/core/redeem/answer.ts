@@ -11,7 +11,8 @@ import { settleStoppedJob } from '../jobs/recovery.ts';
 import { finishSyncJob } from '../jobs/states.ts';
 import type { RedeemRequest } from './request.ts';
 import { runSyncJob } from './run.ts';
-import { type StartAnswer, startRedeem } from './start.ts';
+import { startRedeem } from './start.ts';
+import type { StartAnswer } from './start-result.ts';
 
 export interface RedeemInput {
   idempotencyKey: string;
