@@ -94,11 +94,10 @@ test('a function file is applied again only when its text changed', async () => 
   );
 });
 
-/** A copy of the program (src, bin) whose files can be edited, on the repository's node_modules. */
+/** A copy of the program's sources whose files can be edited, on the repository's node_modules. */
 function programCopy(): string {
   const root = tempDir();
   cpSync(join(ROOT, 'src'), join(root, 'src'), { recursive: true });
-  cpSync(join(ROOT, 'bin'), join(root, 'bin'), { recursive: true });
   cpSync(join(ROOT, 'tsconfig.json'), join(root, 'tsconfig.json'));
   writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'copy', private: true, type: 'module' }));
   symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
@@ -126,7 +125,8 @@ test('the server refuses to start on an edited applied migration: exit 1, one li
     ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
   };
   const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'redeem-gateway.js'), 'serve'], {
+    // From the copy's sources (tsx), not its build: a build would print its own line first.
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli.ts'), 'serve'], {
       cwd: root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
