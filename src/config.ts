@@ -204,6 +204,20 @@ const schema = z
     JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
     CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
     WORKER_POLL_MS: optionalString.transform((v, ctx) => positiveInt(v, 250, 'WORKER_POLL_MS', ctx)),
+    // Tenant limits (contract 13.8, src/http/tenant-limits.ts): reads per key per sliding 10 s,
+    // webhook registrations and redeliveries per customer and mode per minute, and requests with
+    // an unknown key per client address per 10 s (with the number of addresses remembered).
+    READ_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 300, 'READ_RATE_LIMIT', ctx)),
+    WEBHOOK_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 10, 'WEBHOOK_RATE_LIMIT', ctx)),
+    REDELIVER_RATE_LIMIT: optionalString.transform((v, ctx) =>
+      positiveInt(v, 10, 'REDELIVER_RATE_LIMIT', ctx),
+    ),
+    UNKNOWN_KEY_RATE_LIMIT: optionalString.transform((v, ctx) =>
+      positiveInt(v, 50, 'UNKNOWN_KEY_RATE_LIMIT', ctx),
+    ),
+    UNKNOWN_KEY_TRACKED_ADDRESSES: optionalString.transform((v, ctx) =>
+      positiveInt(v, 10_000, 'UNKNOWN_KEY_TRACKED_ADDRESSES', ctx),
+    ),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
       .pipe(

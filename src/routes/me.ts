@@ -9,20 +9,24 @@ import { authorize, checkKeyState } from '../http/auth.ts';
 import { setAccountHeaders } from '../http/headers.ts';
 
 export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/v1/me', { config: { auth: 'any', keyCheckedInStatement: true } }, async (request, reply) => {
-    const facts = request.auth ?? request.cachedKey!;
-    const found = await loadKeyAccountState(ctx.db, facts, today(ctx.clock));
-    // Keys are never deleted; a row gone all the same is no key.
-    if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
-    const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: found.state.disabled };
-    // Checked by the statement: nothing left for KeyChecks.settle.
-    request.cachedKey = null;
-    // The contract's order (section 1): revoked and expired (401) before anything else.
-    checkKeyState(key, ctx.clock);
-    // Identified: from here on every answer, a 403 too, carries the quota headers (contract 8).
-    request.auth = key;
-    setAccountHeaders(reply, found.state);
-    authorize(key, request.ip, 'any');
-    return meView(request.id, key, found.state, ctx.clock.now());
-  });
+  app.get(
+    '/v1/me',
+    { config: { auth: 'any', keyCheckedInStatement: true, readLimit: true } },
+    async (request, reply) => {
+      const facts = request.auth ?? request.cachedKey!;
+      const found = await loadKeyAccountState(ctx.db, facts, today(ctx.clock));
+      // Keys are never deleted; a row gone all the same is no key.
+      if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
+      const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: found.state.disabled };
+      // Checked by the statement: nothing left for KeyChecks.settle.
+      request.cachedKey = null;
+      // The contract's order (section 1): revoked and expired (401) before anything else.
+      checkKeyState(key, ctx.clock);
+      // Identified: from here on every answer, a 403 too, carries the quota headers (contract 8).
+      request.auth = key;
+      setAccountHeaders(reply, found.state);
+      authorize(key, request.ip, 'any');
+      return meView(request.id, key, found.state, ctx.clock.now());
+    },
+  );
 }
