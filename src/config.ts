@@ -100,9 +100,14 @@ const schema = z
       message: 'DATABASE_URL must start with postgres:// or postgresql://',
     }),
     DATA_DIR: optionalString.transform((v) => v ?? './data'),
+    // A keyring (contract 13.9): one or more keys, comma-separated; the first encrypts.
     CODE_ENCRYPTION_KEY: optionalString.refine(
-      (v) => v === undefined || (/^[A-Za-z0-9+/]+=*$/.test(v) && Buffer.from(v, 'base64').length === 32),
-      { message: 'CODE_ENCRYPTION_KEY must be 32 bytes of base64' },
+      (v) =>
+        v === undefined ||
+        v
+          .split(',')
+          .every((k) => /^[A-Za-z0-9+/]+=*$/.test(k.trim()) && Buffer.from(k.trim(), 'base64').length === 32),
+      { message: 'CODE_ENCRYPTION_KEY must be 32 bytes of base64, or several such keys separated by commas' },
     ),
     ACTIVATOR: optionalString
       .transform((v) => v ?? 'sandbox')
@@ -217,6 +222,14 @@ const schema = z
     ),
     UNKNOWN_KEY_TRACKED_ADDRESSES: optionalString.transform((v, ctx) =>
       positiveInt(v, 10_000, 'UNKNOWN_KEY_TRACKED_ADDRESSES', ctx),
+    ),
+    // Not in the contract: key rotation's rows per transaction and pause between batches
+    // (contract 13.9, core/crypto/rotation.ts).
+    ENCRYPTION_ROTATION_BATCH: optionalString.transform((v, ctx) =>
+      positiveInt(v, 100, 'ENCRYPTION_ROTATION_BATCH', ctx),
+    ),
+    ENCRYPTION_ROTATION_PAUSE_MS: optionalString.transform((v, ctx) =>
+      millis(v, 20, 'ENCRYPTION_ROTATION_PAUSE_MS', ctx),
     ),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')

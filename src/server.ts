@@ -13,6 +13,8 @@ import { checkQuarantined } from './core/billing/quarantine.ts';
 import { appendLedger } from './core/billing/wallet.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import type { AppContext } from './core/context.ts';
+import { loadKeyring } from './core/crypto/keyring.ts';
+import { checkKeyringCoversRows, startRotationLoop } from './core/crypto/rotation.ts';
 import { randomBase62 } from './core/ids.ts';
 import { INSTANCE_ID, SWEEP_MS } from './core/instance.ts';
 import { recoverOrphanedJobs } from './core/jobs/recovery.ts';
@@ -135,13 +137,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     config.ADMIN_TOKEN ??
     readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
 
-  const codeKey = Buffer.from(
+  // A keyring (contract 13.9): the first key encrypts, every listed key decrypts.
+  const codeKey = loadKeyring(
     config.CODE_ENCRYPTION_KEY ??
       readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),
-    'base64',
+    config.CODE_ENCRYPTION_KEY ? 'CODE_ENCRYPTION_KEY' : join(dataDir, ENCRYPTION_KEY_FILE),
   );
-  if (codeKey.length !== 32)
-    throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
 
   if (!config.DATABASE_URL) ensurePrivateDir(join(dataDir, 'pglite'));
   configureWebhookResolver(config);
@@ -178,11 +179,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let webhookWorker: WebhookWorker | undefined;
   let worker: JobWorker | undefined;
   let sweeper: BackgroundLoop | undefined;
+  let rotation: BackgroundLoop | undefined;
   let listener: Listener | undefined;
   try {
     // A migration may build an index on a large table or wait for another process's lock.
     const applied = await migrate(withoutDeadlines(db));
     if (applied.length) logger.info({ applied }, 'migrations applied');
+    // Every stored ciphertext must name a key of the ring, or the start stops naming the key id.
+    await checkKeyringCoversRows(db, codeKey);
     const sandbox = createSandboxActivator({
       db,
       codeKey,
@@ -225,6 +229,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Jobs whose process stopped: on the embedded database only this process runs, so every
     // running job is orphaned and is settled before the first request is answered.
     await recoverOrphanedJobs(ctx, { all: db.kind === 'pglite' });
+    rotation = startRotationLoop(ctx, {
+      batch: config.ENCRYPTION_ROTATION_BATCH,
+      pauseMs: config.ENCRYPTION_ROTATION_PAUSE_MS,
+    });
     sweeper = startBackgroundLoop({
       name: 'sweeper',
       intervalMs: SWEEP_MS,
@@ -281,6 +289,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       const [stillRunning] = await Promise.all([
         worker!.stop(left()),
         sweeper!.stop(),
+        rotation!.stop(),
         withDeadline(Promise.all(draining.map((d) => d.idle())), left()),
       ]);
       const unanswered = draining.reduce((n, d) => n + d.inFlight(), 0);
@@ -312,6 +321,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   } catch (err) {
     await Promise.allSettled([
       sweeper?.stop(),
+      rotation?.stop(),
       publicApp?.close(),
       adminApp?.close(),
       worker?.stop(0),

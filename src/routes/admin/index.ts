@@ -5,6 +5,7 @@ import type { SessionStore } from '../../console/session.ts';
 import type { ServerContext } from '../../http/context.ts';
 import { registerConsoleRoutes } from './console.ts';
 import { registerAdminCustomerRoutes } from './customers.ts';
+import { registerAdminEncryptionRoutes } from './encryption.ts';
 import { registerAdminJobRoutes } from './jobs.ts';
 import { registerAdminJobListRoutes } from './jobs-list.ts';
 import { registerAdminMetricsRoute } from './metrics.ts';
@@ -20,5 +21,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminMetricsRoute(app, ctx);
   registerAdminJobListRoutes(app, ctx);
   registerAdminUsageRoutes(app, ctx);
+  registerAdminEncryptionRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }
