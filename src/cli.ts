@@ -12,6 +12,7 @@ Commands:
   serve                 run the public API, the admin API and the workers (npm start)
   migrate               apply pending database migrations and exit
   admin <what> …        operator commands, a client of the admin API (redeem-gateway admin help)
+  encryption new-key    prepend a new key to the embedded database's key file (then rotate)
   upstream-sim          run the upstream protocol simulator (redeem-gateway upstream-sim --help)
 
 Environment (defaults in brackets):
@@ -99,6 +100,11 @@ async function main(argv: string[]): Promise<void> {
       } finally {
         await db.close();
       }
+      return;
+    }
+    case 'encryption': {
+      const { runEncryption } = await import('./cli/encryption.ts');
+      process.stdout.write(runEncryption(rest, loadConfig(), (m) => new CliError(m)));
       return;
     }
     case 'admin': {

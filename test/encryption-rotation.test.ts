@@ -194,4 +194,3 @@ describe('rotation to a new first key', () => {
     expect(codeResults(loaded!.job, loaded!.codes, alone)[0]!.code).toMatch(/^OK-/);
   });
 });
-

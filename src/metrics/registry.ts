@@ -6,6 +6,7 @@
 // No customer id, key, code, job id, raw URL or error message is ever a label: each would make a
 // new series per value, and some are secrets.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { registerEncryptionMetrics } from './encryption-metrics.ts';
 import type { BreakerState } from '../activators/http.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
@@ -238,6 +239,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       },
     });
   }
+
+  registerEncryptionMetrics(registers, opts.db, PREFIX);
 
   return {
     registry,
