@@ -6,13 +6,13 @@
 // No customer id, key, code, job id, raw URL or error message is ever a label: each would make a
 // new series per value, and some are secrets.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { registerEncryptionMetrics } from './encryption-metrics.ts';
 import type { BreakerState } from '../activators/http.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
 import type { Disposition } from '../core/jobs/jobs.ts';
 import type { ActivationStatus } from '../core/redeem/activator.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
+import { registerEncryptionMetrics } from './encryption-metrics.ts';
 
 export type Listener = 'public' | 'admin';
 /** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
