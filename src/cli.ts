@@ -41,6 +41,8 @@ Environment (defaults in brackets):
   REDELIVER_RATE_LIMIT          webhook redeliveries per customer and mode a minute [10]
   UNKNOWN_KEY_RATE_LIMIT        unknown keys per client address per 10 s [50]
   UNKNOWN_KEY_TRACKED_ADDRESSES client addresses remembered for that limit [10000]
+  ENCRYPTION_ROTATION_BATCH     rows a key rotation rewrites per transaction [100]
+  ENCRYPTION_ROTATION_PAUSE_MS  pause between a rotation's batches [20]
   DATABASE_POOL_MAX             PostgreSQL connections [10]
   DATABASE_TIMEOUT_MS           wait for a connection; 503 when the database is away [5000]
   DATABASE_STATEMENT_TIMEOUT_MS statement_timeout, 0 for none [5000]
