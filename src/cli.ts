@@ -21,7 +21,8 @@ Environment (defaults in brackets):
   ADMIN_TOKEN                   operator token [generated into DATA_DIR/admin-token]
   DATABASE_URL                  postgres://… for PostgreSQL [unset: embedded PGlite in DATA_DIR]
   DATA_DIR                      embedded database, generated token and key [./data]
-  CODE_ENCRYPTION_KEY           32 bytes, base64 [generated into DATA_DIR; required with PostgreSQL]
+  CODE_ENCRYPTION_KEY           32 bytes, base64; several comma-separated: the first encrypts
+                                [generated into DATA_DIR; required with PostgreSQL]
   ACTIVATOR                     sandbox | http, for live keys [sandbox]
   ACTIVATOR_URL, ACTIVATOR_KEY  the upstream, for ACTIVATOR=http
   ACTIVATOR_TIMEOUT_MS          deadline of one upstream call [10000]
