@@ -20,6 +20,7 @@ Options (defaults in brackets):
   --help
 `;
 
+const BENCH_KEY = randomBytes(32).toString('base64');
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const madeUpKey = () => `rk_test_${Array.from(randomBytes(32), (b) => BASE62[b % 62]).join('')}`;
 
@@ -91,7 +92,12 @@ async function runGateway(
   settings: Record<string, string>,
   o: { duration: number; flood: number; postgres?: string },
 ) {
-  const gw = await startGateway({ settings, ...(o.postgres ? { databaseUrl: o.postgres } : {}) });
+  // One key for both gateways: on one PostgreSQL database the second must read the first's rows.
+  const gw = await startGateway({
+    settings,
+    codeEncryptionKey: BENCH_KEY,
+    ...(o.postgres ? { databaseUrl: o.postgres } : {}),
+  });
   try {
     const [victimKey, flooderKey] = await createFixtures({
       adminUrl: gw.adminUrl,

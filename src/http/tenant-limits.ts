@@ -6,8 +6,9 @@
 // Both are the burst limit's mechanism (core/limits/window-limit.ts), so they hold across
 // processes. They run before the body is read: a refused request costs one statement.
 // The unknown-key limit is not here: it answers inside KeyChecks.identify, before its lookup.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Mode } from '../core/accounts/accounts.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type AccountState, loadAccountState, type Mode, today } from '../core/accounts/accounts.ts';
+import type { KeyRecord } from '../core/keys/keys.ts';
 import { createUnknownKeyLimit, type UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import {
   takeWindowSlot,
@@ -16,6 +17,7 @@ import {
   windowLimitedError,
 } from '../core/limits/window-limit.ts';
 import type { ServerContext } from './context.ts';
+import { setAccountHeaders } from './headers.ts';
 import type { KeyChecks } from './key-checks.ts';
 
 export type CustomerLimit = 'webhook' | 'redeliver';
@@ -73,6 +75,39 @@ export async function takeCustomerLimit(
 export function installTenantLimits(app: FastifyInstance, ctx: ServerContext, keyChecks: KeyChecks): void {
   const rules = tenantRules(ctx.config);
   const full = createFullWindows();
+  // A refused key's check and quota headers, reused for a second: a flooding key then costs the
+  // database two statements a second, not two a request.
+  const refused = new Map<string, { atMs: number; state: AccountState; key: KeyRecord }>();
+  /**
+   * Before a read's 429: a key known only from this process's cache is checked first, so a
+   * revoked key or a disabled customer answers in the contract's order (401/403 before 429); and
+   * the 429 carries the quota headers of an identified key (contract 8). Within a second of the
+   * key's last refusal both are taken from that refusal (a revocation is seen a second late at
+   * most, and answered 429 meanwhile: refused either way).
+   */
+  const identifyRefused = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    keyId: string,
+    nowMs: number,
+  ) => {
+    const seen = refused.get(keyId);
+    if (seen && nowMs - seen.atMs < 1000 && seen.atMs <= nowMs) {
+      request.auth = seen.key;
+      request.cachedKey = null;
+      setAccountHeaders(reply, seen.state);
+      return;
+    }
+    if (!request.auth) await keyChecks.identify(request, reply);
+    request.cachedKey = null;
+    const key = request.auth!;
+    const state = await loadAccountState(ctx.db, key.customerId, key.mode, today(ctx.clock));
+    if (!state) return;
+    setAccountHeaders(reply, state);
+    refused.delete(keyId);
+    refused.set(keyId, { atMs: nowMs, state, key });
+    if (refused.size > 10_000) refused.delete(refused.keys().next().value!);
+  };
   app.addHook('onRequest', async (request, reply) => {
     const config = request.routeOptions.config;
     if (config.readLimit) {
@@ -84,11 +119,7 @@ export function installTenantLimits(app: FastifyInstance, ctx: ServerContext, ke
         (await takeWindowSlot(ctx.db, rules.read, facts.id, ctx.clock.now()));
       if (slot.allowed) return;
       full.remember(facts.id, slot);
-      // A key known only from this process's cache is checked before the 429, so a revoked key
-      // or a disabled customer still answers in the contract's order (401/403 before 429), and
-      // the 429 carries the quota headers of an identified key (contract 8).
-      if (!request.auth) await keyChecks.identify(request, reply);
-      request.cachedKey = null;
+      await identifyRefused(request, reply, facts.id, nowMs);
       throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
     }
     if (config.customerLimit) {
