@@ -15,6 +15,7 @@ Commands:
   backup --out FILE     copy the embedded database (through the admin API while the server runs)
   restore --from FILE --data-dir DIR
                         fill a new, empty data directory from a backup
+  encryption new-key    prepend a new key to the embedded database's key file (then rotate)
   upstream-sim          run the upstream protocol simulator (redeem-gateway upstream-sim --help)
 
 Environment (defaults in brackets):
@@ -25,7 +26,8 @@ Environment (defaults in brackets):
   DATABASE_POOL_MODE            session | transaction (DATABASE_URL is PgBouncer in transaction mode) [session]
   DATABASE_DIRECT_URL           PostgreSQL itself, for migrations and LISTEN behind a pooler [DATABASE_URL]
   DATA_DIR                      embedded database, generated token and key [./data]
-  CODE_ENCRYPTION_KEY           32 bytes, base64 [generated into DATA_DIR; required with PostgreSQL]
+  CODE_ENCRYPTION_KEY           32 bytes, base64; several comma-separated: the first encrypts
+                                [generated into DATA_DIR; required with PostgreSQL]
   ACTIVATOR                     sandbox | http, for live keys [sandbox]
   ACTIVATOR_URL, ACTIVATOR_KEY  the upstream, for ACTIVATOR=http
   ACTIVATOR_TIMEOUT_MS          deadline of one upstream call [10000]
@@ -40,6 +42,13 @@ Environment (defaults in brackets):
   WEBHOOK_DNS_SERVERS           DNS servers for webhook hosts [the system's]
   WEBHOOK_DNS_TIMEOUT_MS        deadline of one webhook host lookup [5000]
   WEBHOOK_DNS_CONCURRENCY       webhook host lookups at once [8]
+  READ_RATE_LIMIT               reads per key per sliding 10 s [300]
+  WEBHOOK_RATE_LIMIT            webhook registrations per customer and mode a minute [10]
+  REDELIVER_RATE_LIMIT          webhook redeliveries per customer and mode a minute [10]
+  UNKNOWN_KEY_RATE_LIMIT        unknown keys per client address per 10 s [50]
+  UNKNOWN_KEY_TRACKED_ADDRESSES client addresses remembered for that limit [10000]
+  ENCRYPTION_ROTATION_BATCH     rows a key rotation rewrites per transaction [100]
+  ENCRYPTION_ROTATION_PAUSE_MS  pause between a rotation's batches [20]
   DATABASE_POOL_MAX             PostgreSQL connections [10]
   DATABASE_TIMEOUT_MS           wait for a connection; 503 when the database is away [5000]
   DATABASE_STATEMENT_TIMEOUT_MS statement_timeout, 0 for none [5000]
@@ -110,6 +119,11 @@ async function main(argv: string[]): Promise<void> {
         await db.close();
         lock?.release();
       }
+      return;
+    }
+    case 'encryption': {
+      const { runEncryption } = await import('./cli/encryption.ts');
+      process.stdout.write(runEncryption(rest, loadConfig(), (m) => new CliError(m)));
       return;
     }
     case 'admin': {

@@ -109,9 +109,14 @@ const schema = z
         z.enum(['session', 'transaction'], { message: 'DATABASE_POOL_MODE must be session or transaction' }),
       ),
     DATA_DIR: optionalString.transform((v) => v ?? './data'),
+    // A keyring (contract 13.9): one or more keys, comma-separated; the first encrypts.
     CODE_ENCRYPTION_KEY: optionalString.refine(
-      (v) => v === undefined || (/^[A-Za-z0-9+/]+=*$/.test(v) && Buffer.from(v, 'base64').length === 32),
-      { message: 'CODE_ENCRYPTION_KEY must be 32 bytes of base64' },
+      (v) =>
+        v === undefined ||
+        v
+          .split(',')
+          .every((k) => /^[A-Za-z0-9+/]+=*$/.test(k.trim()) && Buffer.from(k.trim(), 'base64').length === 32),
+      { message: 'CODE_ENCRYPTION_KEY must be 32 bytes of base64, or several such keys separated by commas' },
     ),
     ACTIVATOR: optionalString
       .transform((v) => v ?? 'sandbox')
@@ -215,6 +220,28 @@ const schema = z
     JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
     CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
     WORKER_POLL_MS: optionalString.transform((v, ctx) => positiveInt(v, 250, 'WORKER_POLL_MS', ctx)),
+    // Tenant limits (contract 13.8, src/http/tenant-limits.ts): reads per key per sliding 10 s,
+    // webhook registrations and redeliveries per customer and mode per minute, and requests with
+    // an unknown key per client address per 10 s (with the number of addresses remembered).
+    READ_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 300, 'READ_RATE_LIMIT', ctx)),
+    WEBHOOK_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 10, 'WEBHOOK_RATE_LIMIT', ctx)),
+    REDELIVER_RATE_LIMIT: optionalString.transform((v, ctx) =>
+      positiveInt(v, 10, 'REDELIVER_RATE_LIMIT', ctx),
+    ),
+    UNKNOWN_KEY_RATE_LIMIT: optionalString.transform((v, ctx) =>
+      positiveInt(v, 50, 'UNKNOWN_KEY_RATE_LIMIT', ctx),
+    ),
+    UNKNOWN_KEY_TRACKED_ADDRESSES: optionalString.transform((v, ctx) =>
+      positiveInt(v, 10_000, 'UNKNOWN_KEY_TRACKED_ADDRESSES', ctx),
+    ),
+    // Not in the contract: key rotation's rows per transaction and pause between batches
+    // (contract 13.9, core/crypto/rotation.ts).
+    ENCRYPTION_ROTATION_BATCH: optionalString.transform((v, ctx) =>
+      positiveInt(v, 100, 'ENCRYPTION_ROTATION_BATCH', ctx),
+    ),
+    ENCRYPTION_ROTATION_PAUSE_MS: optionalString.transform((v, ctx) =>
+      millis(v, 20, 'ENCRYPTION_ROTATION_PAUSE_MS', ctx),
+    ),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
       .pipe(

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { type Clock, systemClock } from './core/clock.ts';
+import { checkKeyringCoversRows } from './core/crypto/rotation.ts';
 import { configureWebhookResolver } from './core/webhooks/resolver.ts';
 import { type DataDirLock, lockDataDir } from './db/data-dir-lock.ts';
 import type { Database } from './db/database.ts';
@@ -62,6 +63,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let apps: FastifyInstance[] = [];
   let activators: Activators | undefined;
   try {
+    // Every stored ciphertext must name a key of the ring, or the start stops naming the key id.
+    await checkKeyringCoversRows(db, codeKey);
     // One registry for the process; activator calls are counted through a decorator.
     const metrics = createMetrics({ db });
     activators = createActivators(config, { db, codeKey, clock, logger, metrics });
@@ -110,7 +113,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     };
   } catch (err) {
     await Promise.allSettled([
-      workers?.stopSweeper(),
+      workers?.stopLoops(),
       ...apps.map((a) => a.close()),
       workers?.stopJobs(0),
       workers?.stopRest(),
@@ -149,7 +152,7 @@ async function stopGracefully(
   const closed = Promise.allSettled(p.apps.map((a) => a.close()));
   const [stillRunning] = await Promise.all([
     p.workers.stopJobs(left()),
-    p.workers.stopSweeper(),
+    p.workers.stopLoops(),
     withDeadline(Promise.all(p.draining.map((d) => d.idle())), left()),
   ]);
   const unanswered = p.draining.reduce((n, d) => n + d.inFlight(), 0);

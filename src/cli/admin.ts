@@ -11,6 +11,7 @@ import {
   type Parsed,
   UsageError,
 } from './admin-commands.ts';
+import { printableJson, printableLine, printableLines } from './printable.ts';
 
 export type { AdminIo } from './admin-commands.ts';
 
@@ -112,10 +113,10 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
     for (const req of requests) {
       const answer = await callAdmin(target, req.method, req.path, req.body);
       if (answer.status >= 400 || answer.body.ok === false) {
-        if (json) io.stdout(`${JSON.stringify(answer.body)}\n`);
+        if (json) io.stdout(`${printableJson(JSON.stringify(answer.body))}\n`);
         const code = answer.body.error_code ?? `http_${answer.status}`;
         const message = String(answer.body.message ?? 'no message').replace(/\s*\n\s*/g, ' ');
-        io.stderr(`error: ${code}: ${message}${done()}\n`);
+        io.stderr(`${printableLine(`error: ${code}: ${message}${done()}`)}\n`);
         return EXIT_API_ERROR;
       }
       answers.push(answer.body);
@@ -128,7 +129,12 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
 
   const answer = combine(answers);
   const sent = (requests[0]?.body ?? {}) as Json;
-  io.stdout(json ? `${JSON.stringify(answer)}\n` : `${command.print(answer, parsed, sent).join('\n')}\n`);
+  // Stored text may hold terminal control sequences: never printed raw (src/cli/printable.ts).
+  io.stdout(
+    json
+      ? `${printableJson(JSON.stringify(answer))}\n`
+      : `${printableLines(command.print(answer, parsed, sent))}\n`,
+  );
   return 0;
 }
 

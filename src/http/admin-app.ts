@@ -7,7 +7,7 @@ import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import { bearerToken, sameSecret } from './auth.ts';
 import type { ServerContext } from './context.ts';
 import {
-  BODY_LIMIT,
+  ADMIN_BODY_LIMIT,
   clientErrorHandler,
   frameworkErrorHandler,
   installPlumbing,
@@ -34,13 +34,13 @@ export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Pr
     genReqId: newRequestId,
     requestIdHeader: false,
     // Stock imports carry many codes; the operator is trusted with larger bodies than merchants.
-    bodyLimit: 16 * BODY_LIMIT,
+    bodyLimit: ADMIN_BODY_LIMIT,
     ...serverTimeouts(ctx.config.REQUEST_TIMEOUT_MS),
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(),
     clientErrorHandler: clientErrorHandler(),
   });
-  installPlumbing(app);
+  installPlumbing(app, { bodyLimit: ADMIN_BODY_LIMIT });
   installHttpMetrics(app, ctx.metrics, 'admin');
   const sessions = createSessionStore(ctx.clock);
 

@@ -15,6 +15,8 @@ import { ApiError } from '../core/errors.ts';
 import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
+import type { UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
+import { windowLimitedError } from '../core/limits/window-limit.ts';
 import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
 import { installBurstLimit, setBurstHeadersUncounted, setRateLimitHeaders } from './burst-limit.ts';
 import { setAccountHeaders } from './headers.ts';
@@ -26,7 +28,15 @@ export interface KeyChecks {
   settle(request: FastifyRequest, reply: FastifyReply): Promise<void>;
 }
 
-export function installKeyChecks(app: FastifyInstance, ctx: AppContext): KeyChecks {
+/**
+ * `unknownKeys` (contract 13.8): an address that sent too many unknown keys is refused before the
+ * lookup, unless this process already knows the key exists.
+ */
+export function installKeyChecks(
+  app: FastifyInstance,
+  ctx: AppContext,
+  unknownKeys?: UnknownKeyLimit,
+): KeyChecks {
   app.decorateRequest('auth', null);
   app.decorateRequest('cachedKey', null);
   app.decorateRequest('burstPending', false);
@@ -38,9 +48,21 @@ export function installKeyChecks(app: FastifyInstance, ctx: AppContext): KeyChec
     request.cachedKey = null;
     let key: KeyRecord;
     try {
-      key = await authenticate(ctx.db, keyDigest(request), ctx.clock, keyCache);
+      const digest = keyDigest(request);
+      if (unknownKeys && !keyCache.get(digest)) {
+        const wait = unknownKeys.refusal(request.ip, ctx.clock.now().getTime());
+        if (wait !== null) throw unknownKeyRefusal(unknownKeys, wait);
+      }
+      try {
+        key = await authenticate(ctx.db, digest, ctx.clock, keyCache);
+      } catch (err) {
+        // No key has that digest: one more unknown key from this address.
+        if (err instanceof ApiError && err.code === 'unauthorized')
+          unknownKeys?.recordUnknown(request.ip, ctx.clock.now().getTime());
+        throw err;
+      }
     } catch (err) {
-      // Not identified (401): no burst window to count this request in.
+      // Not identified (401, or 429 for an address sending unknown keys): no burst window.
       request.burstPending = false;
       throw err;
     }
@@ -132,6 +154,10 @@ export function keyPassedInStatement(request: FastifyRequest): void {
   request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
   request.cachedKey = null;
 }
+
+const unknownKeyRefusal = (limit: UnknownKeyLimit, wait: number) =>
+  windowLimitedError({ what: 'requests with unknown API keys from this address', ...limitOf(limit) }, wait);
+const limitOf = ({ limit, windowMs }: UnknownKeyLimit) => ({ limit, windowMs });
 
 /**
  * Whether a cached key passes what its fixed facts decide (expiry, address, scope). When not,

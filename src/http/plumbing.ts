@@ -15,6 +15,8 @@ import {
 import { newRequestId } from '../core/ids.ts';
 
 export const BODY_LIMIT = 262_144;
+/** The admin API's body limit (contract 13.8): 4 MiB on every admin route (large stock imports). */
+export const ADMIN_BODY_LIMIT = 4 * 1024 * 1024;
 
 /**
  * Sent with every answer of both listeners, errors included (contract 12.6): answers carry
@@ -86,7 +88,9 @@ function handleError(error: FastifyError | ApiError | Error, request: FastifyReq
   }
   const fe = error as FastifyError;
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || fe.statusCode === 413) {
-    return sendError(reply, 'payload_too_large', `body is larger than ${BODY_LIMIT} bytes`);
+    // The listener's own limit (the public API's 256 KiB, the admin API's 4 MiB).
+    const limit = reply.server.initialConfig.bodyLimit ?? BODY_LIMIT;
+    return sendError(reply, 'payload_too_large', `body is larger than ${limit} bytes`);
   }
   if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
     return sendError(reply, 'bad_request', 'body is not valid JSON');
@@ -166,6 +170,11 @@ export interface PlumbingOptions {
    * answered instead. The public app settles checks a route left to its own statement here.
    */
   beforeErrorAnswer?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  /**
+   * Largest body the parser reads, in bytes (default BODY_LIMIT, the public API's). A parser's
+   * own limit overrides the listener's, so the admin app passes ADMIN_BODY_LIMIT here too.
+   */
+  bodyLimit?: number;
 }
 
 export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}): void {
@@ -173,7 +182,8 @@ export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}
   // Fastify's own secure parser is used: __proto__ and constructor.prototype keys are refused.
   app.removeAllContentTypeParsers();
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (request, body, done) => {
+  const bodyLimit = opts.bodyLimit ?? BODY_LIMIT;
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (request, body, done) => {
     if (body === '') return done(null, undefined);
     parseJson(request, body as string, (err, value) => {
       if (!err) return done(null, value);

@@ -17,6 +17,7 @@ import {
   isDatabaseAwayAnswer,
   serverTimeouts,
 } from './plumbing.ts';
+import { installTenantLimits, unknownKeyLimitFrom } from './tenant-limits.ts';
 
 export { API_VERSION };
 
@@ -50,7 +51,9 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
 
   // Authentication runs before the body is read, so a huge body from a bad key is a 401; then
   // the burst limit.
-  keyChecks = installKeyChecks(app, ctx);
+  keyChecks = installKeyChecks(app, ctx, unknownKeyLimitFrom(ctx.config));
+  // Then the read and registration limits of contract 13.8.
+  installTenantLimits(app, ctx, keyChecks);
 
   // Quota and balance headers on every response whose key was identified, as of after the call.
   app.addHook('onSend', async (request, reply, payload) => {

@@ -10,6 +10,7 @@ import type { BreakerState } from '../activators/circuit-breaker.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
+import { registerEncryptionMetrics } from './encryption-metrics.ts';
 
 export type Listener = 'public' | 'admin';
 /** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
@@ -236,6 +237,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       },
     });
   }
+
+  registerEncryptionMetrics(registers, opts.db, PREFIX);
 
   return {
     registry,

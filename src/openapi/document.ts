@@ -88,9 +88,11 @@ function headersFor(op: Op, status: number, extra: { required?: string[]; option
   for (const h of EVERY) out[h] = ref(h);
   // The key is identified on every answer but 401 and those answered before authentication.
   const identified = op.auth && ![400, 401, 408, 413, 500, 503].includes(status);
-  for (const h of ACCOUNT) out[h] = op.auth && identified ? ref(h) : op.auth ? optional(h) : undefined;
+  // A 429 of the unknown-key limit (contract 13.8) is answered before any key is identified.
+  const sure = identified && status !== 429;
+  for (const h of ACCOUNT) out[h] = op.auth && sure ? ref(h) : op.auth ? optional(h) : undefined;
   // The burst slot is taken after authorization: a 403 comes before it.
-  if (op.burst) for (const h of RATE) out[h] = identified && status !== 403 ? ref(h) : optional(h);
+  if (op.burst) for (const h of RATE) out[h] = sure && status !== 403 ? ref(h) : optional(h);
   for (const h of extra.required ?? []) out[h] = ref(h);
   for (const h of extra.optional ?? []) out[h] = optional(h);
   for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
@@ -108,7 +110,11 @@ const EVERY_ERROR = ['bad_request', 'request_timeout', 'internal', 'unavailable'
 
 /** The error responses of an operation, one per status, each with its closed list of error_codes. */
 function errorResponses(op: Op) {
-  const codes = [...EVERY_ERROR, ...(op.auth ? AUTH_401 : []), ...op.errors];
+  // Every keyed operation may answer rate_limited: the unknown-key limit per client address
+  // (contract 13.8), besides its own limit (the burst limit, the read budget, registrations).
+  const codes = [
+    ...new Set([...EVERY_ERROR, ...(op.auth ? [...AUTH_401, 'rate_limited'] : []), ...op.errors]),
+  ];
   const byStatus = new Map<number, string[]>();
   for (const code of codes) {
     const status = DOCUMENTED_ERROR_STATUS[code];
@@ -139,7 +145,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: '`no_stock` (nothing billed), or `idempotency_in_progress` (an identical request still runs: wait Retry-After, then retry with the same key).',
   413: '`payload_too_large`: the body is over 262,144 bytes (checked while reading).',
   422: 'Same Idempotency-Key, different body: use a new key.',
-  429: '`rate_limited` (burst limit; `retry_after_sec` in the body) or `quota_exceeded` (no overage; until 00:00 UTC). Holds and bills nothing.',
+  429: '`rate_limited` (`retry_after_sec` in the body): the burst limit of POST /v1/redeem, the read budget of a key (300 reads per sliding 10 s over GET /v1/me, /v1/stock, /v1/jobs/{id}, /v1/events and /v1/statements), 10 webhook registrations and 10 redeliveries a minute per customer and mode, or too many unknown keys from one client address (50 per 10 s; answered before the key is identified, so without the quota headers). Or `quota_exceeded` (no overage; until 00:00 UTC). Holds and bills nothing.',
   500: '`internal`: retry with the same Idempotency-Key. Never carries internal detail.',
   503: "`unavailable` (the database is away or the process is stopping): retry with backoff and the same Idempotency-Key. `job_interrupted`: the key's async job stopped; retry with a new key.",
 };

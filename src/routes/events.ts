@@ -31,7 +31,7 @@ export const eventFilterFields = {
 const eventsQuery = z.strictObject(eventFilterFields);
 
 export function registerEventRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/v1/events', { config: { auth: READ } }, async (request) => {
+  app.get('/v1/events', { config: { auth: READ, readLimit: true } }, async (request) => {
     const key = request.auth!;
     const q = parseQuery(eventsQuery, request.query);
     const page = await listEvents(ctx.db, {
@@ -46,16 +46,20 @@ export function registerEventRoutes(app: FastifyInstance, ctx: AppContext) {
     return { ok: true, request_id: request.id, ...page };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/events/:id', { config: { auth: READ } }, async (request) => {
-    const key = request.auth!;
-    const event = await getEvent(ctx.db, ctx.codeKey, key, request.params.id);
-    if (!event) throw new ApiError('not_found', 'unknown event');
-    return { ok: true, request_id: request.id, ...event };
-  });
+  app.get<{ Params: { id: string } }>(
+    '/v1/events/:id',
+    { config: { auth: READ, readLimit: true } },
+    async (request) => {
+      const key = request.auth!;
+      const event = await getEvent(ctx.db, ctx.codeKey, key, request.params.id);
+      if (!event) throw new ApiError('not_found', 'unknown event');
+      return { ok: true, request_id: request.id, ...event };
+    },
+  );
 
   app.post<{ Params: { id: string } }>(
     '/v1/events/:id/redeliver',
-    { config: { auth: 'redeem' } },
+    { config: { auth: 'redeem', customerLimit: 'redeliver' } },
     async (request, reply) => {
       const key = request.auth!;
       const r = await requestRedelivery(ctx.db, ctx.clock, key, request.params.id, 'merchant');

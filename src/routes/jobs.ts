@@ -16,7 +16,7 @@ const SCOPES: ScopeRule = ['read', 'redeem'];
 export function registerJobRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get<{ Params: { id: string } }>(
     '/v1/jobs/:id',
-    { config: { auth: SCOPES, keyCheckedInStatement: true } },
+    { config: { auth: SCOPES, keyCheckedInStatement: true, readLimit: true } },
     async (request, reply) => {
       const facts = requestKeyFacts(request);
       const id = request.params.id;

@@ -7,9 +7,13 @@ import type { AppContext } from '../core/context.ts';
 import { acceptKeyCheckedInStatement, requestKeyFacts } from '../http/key-checks.ts';
 
 export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/v1/me', { config: { auth: 'any', keyCheckedInStatement: true } }, async (request, reply) => {
-    const found = await loadKeyAccountState(ctx.db, requestKeyFacts(request), today(ctx.clock));
-    const { key, state } = acceptKeyCheckedInStatement(request, reply, found, 'any', ctx.clock);
-    return meView(request.id, key, state, ctx.clock.now());
-  });
+  app.get(
+    '/v1/me',
+    { config: { auth: 'any', keyCheckedInStatement: true, readLimit: true } },
+    async (request, reply) => {
+      const found = await loadKeyAccountState(ctx.db, requestKeyFacts(request), today(ctx.clock));
+      const { key, state } = acceptKeyCheckedInStatement(request, reply, found, 'any', ctx.clock);
+      return meView(request.id, key, state, ctx.clock.now());
+    },
+  );
 }

@@ -32,7 +32,7 @@ export function sendStatement(
 }
 
 export function registerStatementRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/v1/statements', { config: { auth: 'read' } }, async (request, reply) => {
+  app.get('/v1/statements', { config: { auth: 'read', readLimit: true } }, async (request, reply) => {
     const key = request.auth!;
     const q = parseQuery(z.strictObject(statementQueryFields), request.query);
     const statement = await buildStatement(ctx.db, key, q, ctx.clock.now());

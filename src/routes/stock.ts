@@ -5,7 +5,7 @@ import type { AppContext } from '../core/context.ts';
 import { stockSummary } from '../core/stock/stock.ts';
 
 export function registerStockRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/v1/stock', { config: { auth: 'read' } }, async (request) => {
+  app.get('/v1/stock', { config: { auth: 'read', readLimit: true } }, async (request) => {
     const key = request.auth!;
     return {
       ok: true,

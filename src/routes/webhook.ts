@@ -5,7 +5,7 @@ import type { AppContext } from '../core/context.ts';
 import { registerWebhook, SIGNATURE_NOTE } from '../core/webhooks/registration.ts';
 
 export function registerWebhookRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.post('/v1/webhook', { config: { auth: 'redeem' } }, async (request) => {
+  app.post('/v1/webhook', { config: { auth: 'redeem', customerLimit: 'webhook' } }, async (request) => {
     const key = request.auth!;
     const { url, secret } = await registerWebhook(
       {

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
+import { loadKeyring } from '../core/crypto/keyring.ts';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 export const ENCRYPTION_KEY_FILE = 'code-encryption.key';
@@ -30,7 +31,7 @@ export function readOrCreateSecret(dataDir: string, file: string, create: () => 
   return value;
 }
 
-/** The admin token and the 32-byte code encryption key, made on first use when not configured. */
+/** The admin token and the code encryption keyring, made on first use when not configured. */
 export function loadSecrets(
   config: Pick<Config, 'ADMIN_TOKEN' | 'CODE_ENCRYPTION_KEY'>,
   dataDir: string,
@@ -39,13 +40,11 @@ export function loadSecrets(
     config.ADMIN_TOKEN ??
     readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
 
-  const codeKey = Buffer.from(
+  // A keyring (contract 13.9): the first key encrypts, every listed key decrypts.
+  const codeKey = loadKeyring(
     config.CODE_ENCRYPTION_KEY ??
       readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),
-    'base64',
+    config.CODE_ENCRYPTION_KEY ? 'CODE_ENCRYPTION_KEY' : join(dataDir, ENCRYPTION_KEY_FILE),
   );
-  if (codeKey.length !== 32)
-    throw new Error(`${join(dataDir, ENCRYPTION_KEY_FILE)} must hold 32 bytes of base64`);
-
   return { adminToken, codeKey };
 }

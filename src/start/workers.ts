@@ -1,8 +1,9 @@
-// The background work of a process: the job worker, the webhook worker, the sweeper, and (on
-// PostgreSQL) the listener that wakes them when another process writes.
+// The background work of a process: the job worker, the webhook worker, the sweeper, the key
+// rotation, and (on PostgreSQL) the listener that wakes them when another process writes.
 import type { Config } from '../config.ts';
 import { type BackgroundLoop, startBackgroundLoop } from '../core/background-loop.ts';
 import type { AppContext } from '../core/context.ts';
+import { startRotationLoop } from '../core/crypto/rotation.ts';
 import { INSTANCE_ID, SWEEP_MS } from '../core/instance.ts';
 import { recoverOrphanedJobs } from '../core/jobs/recovery.ts';
 import { type JobWorker, startJobWorker } from '../core/jobs/worker.ts';
@@ -18,8 +19,8 @@ export interface Workers {
   wakeWebhooks(): void;
   /** Stops taking jobs and waits up to `graceMs` for running ones; returns how many still run. */
   stopJobs(graceMs: number): Promise<number>;
-  /** Stops the sweeper. */
-  stopSweeper(): Promise<void>;
+  /** Stops the sweeper and the key rotation. */
+  stopLoops(): Promise<void>;
   /** Stops the listener and the webhook worker (after the apps closed). */
   stopRest(): Promise<void>;
 }
@@ -33,6 +34,11 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
   let worker: JobWorker | undefined;
   let webhookWorker: WebhookWorker | undefined;
   let listener: Listener | undefined;
+  // Re-encryption under the first key of the ring, when a rotation was asked for (contract 13.9).
+  const rotation = startRotationLoop(ctx, {
+    batch: config.ENCRYPTION_ROTATION_BATCH,
+    pauseMs: config.ENCRYPTION_ROTATION_PAUSE_MS,
+  });
   const sweeper: BackgroundLoop = startBackgroundLoop({
     name: 'sweeper',
     intervalMs: SWEEP_MS,
@@ -65,7 +71,9 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
     wakeJobs: () => worker?.wake(),
     wakeWebhooks: () => webhookWorker?.wake(),
     stopJobs: (graceMs) => worker!.stop(graceMs),
-    stopSweeper: () => sweeper.stop(),
+    async stopLoops() {
+      await Promise.all([sweeper.stop(), rotation.stop()]);
+    },
     async stopRest() {
       await listener?.stop();
       await webhookWorker!.stop();

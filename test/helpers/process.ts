@@ -120,7 +120,10 @@ export async function startServerProcess(opts: {
     ADMIN_PORT: String(adminPort),
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     LOG_LEVEL: 'warn',
-    CODE_ENCRYPTION_KEY: TEST_CODE_KEY,
+    // A keyring (contract 13.9): the processes write under TEST_CODE_KEY, and also read what a
+    // test app (helpers/app.ts, key 7…7) wrote to the same database, whose rows a start must
+    // cover or it is refused.
+    CODE_ENCRYPTION_KEY: `${TEST_CODE_KEY},${Buffer.alloc(32, 7).toString('base64')}`,
     ...databaseEnv(),
     ...opts.env,
   };

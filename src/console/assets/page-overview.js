@@ -15,10 +15,11 @@ const card = (name, title, value, detail, href) =>
 
 export async function render(main) {
   const mode = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode') ?? '';
-  const [o, hourly, daily] = await Promise.all([
+  const [o, hourly, daily, enc] = await Promise.all([
     api('GET', '/admin/v1/overview'),
     api('GET', `/admin/v1/usage${qs({ granularity: 'hour', mode })}`),
     api('GET', `/admin/v1/usage${qs({ granularity: 'day', mode })}`),
+    api('GET', '/admin/v1/encryption'),
   ]);
   const modeSelect = h(
     'select',
@@ -56,6 +57,17 @@ export async function render(main) {
         `${o.webhooks.pending} pending · ${o.webhooks.dropped_24h} dropped in 24 h`,
       ),
       card('customers', 'Customers', o.customers, '', '#/customers'),
+      // Key rotation (contract 13.9): key ids are public fingerprints, never keys.
+      card(
+        'encryption',
+        'Encryption key',
+        enc.current_key_id,
+        `rotation ${enc.rotation} · rows by key: ${
+          Object.entries(enc.rows_by_key_id)
+            .map(([kid, n]) => `${kid} ${n}`)
+            .join(', ') || 'none'
+        }`,
+      ),
     ),
     h(
       'div.plots',

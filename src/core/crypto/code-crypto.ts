@@ -14,9 +14,15 @@
 // mode or another table fails authentication instead of decrypting there.
 //
 // `v1:<base64(iv | tag | ciphertext)>` (raw master key, no associated data) was written before;
-// such rows are still read (no migration: it would need the key inside a SQL migration, and a
-// rewrite of every stock row at start). New writes are always v2.
+// such rows are still read, and a rotation (rotation.ts) rewrites them as bound v2 rows. New
+// writes are always v2.
+//
+// Keyrings (contract 13.9, keyring.ts): the master key passed in is the ring's primary; values
+// written under another key of its ring (by its `kid`) are decrypted with that key. Each ring key
+// has its own lookup-hash subkey, so a code's hash depends on the key: codeHashes gives the hash
+// under every ring key, and duplicate detection looks for any of them.
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { ringOf } from './keyring.ts';
 
 /** Format of a code, after trimming (the same rule for caller codes and stock imports). */
 export const CODE_PATTERN = /^[A-Za-z0-9-]{4,64}$/;
@@ -95,6 +101,26 @@ export function codeHash(masterKey: Buffer, code: string): string {
   return createHmac('sha256', keysOf(masterKey).hash).update(code, 'utf8').digest('hex');
 }
 
+/** The code's lookup hash under every key of the primary's ring, the primary's first. */
+export function codeHashes(masterKey: Buffer, code: string): string[] {
+  return ringOf(masterKey).map((key) => codeHash(key, code));
+}
+
+/** The key ids of the primary's ring, the primary's first. */
+export function ringKeyIds(masterKey: Buffer): string[] {
+  return ringOf(masterKey).map(keyId);
+}
+
+/** The key id a stored value names (`v1` for values written before key ids). */
+export function storedKeyId(stored: string): string {
+  if (!stored.startsWith(V2_PREFIX)) return 'v1';
+  const sep = stored.indexOf(':', V2_PREFIX.length);
+  return sep < 0 ? 'unknown' : stored.slice(V2_PREFIX.length, sep);
+}
+
+/** The prefix of every value written under this key (`v2:<kid>:`), to find the others in SQL. */
+export const currentPrefix = (masterKey: Buffer) => `${V2_PREFIX}${keyId(masterKey)}:`;
+
 // NUL separates the fields: none of them can contain one.
 const codeAad = (b: CodeBinding) =>
   Buffer.from(`${b.table}\u0000${b.customerId}\u0000${b.mode}\u0000${b.codeHash}`, 'utf8');
@@ -124,19 +150,40 @@ function open(key: Buffer, raw: Buffer, aad: Buffer | null, what: string): strin
   }
 }
 
-/** Decrypts either stored format: v2 with `v2Key` and `aad`, v1 with the master key and none. */
-function unseal(masterKey: Buffer, v2Key: Buffer, stored: string, aad: Buffer, what: string): string {
-  const keys = keysOf(masterKey);
+/**
+ * Decrypts either stored format: v2 with the `purpose` subkey of the ring key its kid names, and
+ * `aad`; v1 with whichever ring key opens it, and no associated data.
+ */
+function unseal(
+  masterKey: Buffer,
+  purpose: 'code' | 'secret',
+  stored: string,
+  aad: Buffer,
+  what: string,
+): string {
+  const ring = ringOf(masterKey);
   if (stored.startsWith(V2_PREFIX)) {
     const sep = stored.indexOf(':', V2_PREFIX.length);
     if (sep < 0) throw new Error(`unknown ${what} format`);
     const kid = stored.slice(V2_PREFIX.length, sep);
-    if (kid !== keys.kid)
-      throw new Error(`${what} was encrypted under key ${kid}, not the current key ${keys.kid}`);
-    return open(v2Key, Buffer.from(stored.slice(sep + 1), 'base64'), aad, what);
+    const key = ring.find((k) => keysOf(k).kid === kid);
+    if (!key)
+      throw new Error(
+        `${what} was encrypted under key ${kid}, which is not in the keyring (${ringKeyIds(masterKey).join(', ')})`,
+      );
+    return open(keysOf(key)[purpose], Buffer.from(stored.slice(sep + 1), 'base64'), aad, what);
   }
   if (stored.startsWith(V1_PREFIX)) {
-    return open(masterKey, Buffer.from(stored.slice(V1_PREFIX.length), 'base64'), null, what);
+    const raw = Buffer.from(stored.slice(V1_PREFIX.length), 'base64');
+    let failure: unknown;
+    for (const key of ring) {
+      try {
+        return open(key, raw, null, what);
+      } catch (err) {
+        failure = err;
+      }
+    }
+    throw failure;
   }
   throw new Error(`unknown ${what} format`);
 }
@@ -149,7 +196,7 @@ export function encryptCode(masterKey: Buffer, code: string, binding: CodeBindin
 
 /** Decrypts a value of encryptCode (or a v1 value); throws if altered, moved to another row, or under another key. */
 export function decryptCode(masterKey: Buffer, stored: string, binding: CodeBinding): string {
-  return unseal(masterKey, keysOf(masterKey).code, stored, codeAad(binding), 'stock code');
+  return unseal(masterKey, 'code', stored, codeAad(binding), 'stock code');
 }
 
 /** The length of the code a stored value holds, without decrypting it (codes are ASCII). */
@@ -166,5 +213,5 @@ export function encryptSecret(masterKey: Buffer, secret: string, binding: Secret
 
 /** Decrypts a value of encryptSecret (or a v1 value written before v2). */
 export function decryptSecret(masterKey: Buffer, stored: string, binding: SecretBinding): string {
-  return unseal(masterKey, keysOf(masterKey).secret, stored, secretAad(binding), 'webhook secret');
+  return unseal(masterKey, 'secret', stored, secretAad(binding), 'webhook secret');
 }

@@ -7,6 +7,7 @@ import type { RedeemDeps } from '../context.ts';
 import { LEASE_MS } from '../instance.ts';
 import { type ExecuteOptions, executeJob } from '../redeem/run.ts';
 import { retryFor, retryOnConnectionError } from '../retry.ts';
+import { settleDisabledCustomerJob } from './disabled-customer.ts';
 import type { JobWithCodes } from './jobs.ts';
 import { settleStoppedJob } from './recovery.ts';
 import { claimJob, finishAsyncJob, ownUnrunJobs } from './states.ts';
@@ -56,8 +57,11 @@ export async function runJob(
     );
     // Usually the commit of the last outcome finished it; not when no code was left to run (a
     // repeated run), or the codes' last two outcomes were recorded at the same moment.
-    if (!run.finished)
-      await retryOnConnectionError(() => finishAsyncJob(deps, jobId), retryFor(LEASE_MS / 3));
+    if (run.finished) return;
+    // A disabled customer's job: its codes still pending were not sent (contract 13.8).
+    if (await retryOnConnectionError(() => settleDisabledCustomerJob(deps, jobId), retryFor(LEASE_MS / 3)))
+      return;
+    await retryOnConnectionError(() => finishAsyncJob(deps, jobId), retryFor(LEASE_MS / 3));
   } catch (err) {
     if (isConnectionError(err)) {
       deps.logger.warn(

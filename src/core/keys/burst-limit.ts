@@ -9,6 +9,7 @@
 // one round trip, and the lock is held only for that statement.
 import type { Queryable } from '../../db/database.ts';
 import { ApiError } from '../errors.ts';
+import { windowSlotFrom } from '../limits/window-limit.ts';
 
 /** Requests accepted per key in any window. */
 export const BURST_LIMIT = 30;
@@ -60,18 +61,9 @@ export async function peekBurstSlot(q: Queryable, keyId: string, now: Date): Pro
 
 /** The answer for a verdict and the key's counted times after it (this request's included). */
 export function burstSlotFrom(allowed: boolean, countedMs: readonly number[], nowMs: number): BurstSlot {
-  const counted = countedMs.filter((t) => t > nowMs - BURST_WINDOW_MS);
-  const oldest = counted.length > 0 ? Math.min(...counted) : undefined;
-  // At oldest + window the oldest time is out of (now - window, now], so a slot is free then.
-  const untilOldestLeaves = oldest === undefined ? 0 : Math.ceil((oldest + BURST_WINDOW_MS - nowMs) / 1000);
-  const slot: BurstSlot = {
-    allowed,
-    limit: BURST_LIMIT,
-    remaining: Math.max(0, BURST_LIMIT - counted.length),
-    resetSec: Math.max(0, untilOldestLeaves),
-  };
-  if (!allowed) slot.retryAfterSec = Math.max(1, untilOldestLeaves);
-  return slot;
+  // The window arithmetic of every limit lives once, in core/limits/window-limit.ts.
+  const { fullUntilMs: _, ...slot } = windowSlotFrom(allowed, countedMs, nowMs, BURST_LIMIT, BURST_WINDOW_MS);
+  return slot as BurstSlot;
 }
 
 /** The contract's 429 for a refused slot. */

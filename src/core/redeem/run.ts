@@ -232,13 +232,17 @@ async function attemptCode(
     const markedAt = clock.now();
     try {
       // Only while this process still owns the running job: once recovery has taken it over (a
-      // lost lease), its pending codes were released and must not be sent.
+      // lost lease), its pending codes were released and must not be sent. Nor is a code of an
+      // async job whose customer was disabled (contract 13.8): the codes already out finish, the
+      // rest are released by settleDisabledCustomerJob (core/jobs/disabled-customer.ts).
       const marked = await whileLeased(deps, retry, 'marking a code as sent', () =>
         db.query(
           `update job_codes set state = 'sending', started_at = $3
             where job_id = $1 and position = $2
               and (state = 'pending' or (state = 'sending' and started_at = $3))
-              and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $4)`,
+              and exists (select 1 from jobs j join customers c on c.id = j.customer_id
+                           where j.id = $1 and j.status = 'running' and j.lease_owner = $4
+                             and (not j.is_async or c.disabled_at is null))`,
           [job.id, row.position, markedAt, INSTANCE_ID],
           'code_mark_sending',
         ),

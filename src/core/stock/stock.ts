@@ -9,6 +9,7 @@ import type { Clock } from '../clock.ts';
 import {
   CODE_PATTERN,
   codeHash,
+  codeHashes,
   codeLast4,
   decryptCode,
   encryptCode,
@@ -84,7 +85,10 @@ export async function importStock(
   let added = 0;
   const now = clock.now();
   for (let i = 0; i < fresh.length; i += IMPORT_BATCH) {
-    const batch = fresh.slice(i, i + IMPORT_BATCH);
+    const slice = fresh.slice(i, i + IMPORT_BATCH);
+    // Codes stored under an older key of the ring (a rotation not finished) are duplicates too.
+    const batch = await withoutOlderHashes(q, codeKey, slice);
+    duplicates += slice.length - batch.length;
     const hashes = batch.map((c) => codeHash(codeKey, c));
     const bound = (j: number) =>
       ({
@@ -115,6 +119,20 @@ export async function importStock(
     duplicates += batch.length - r.rows.length;
   }
   return { added, duplicates, rejected };
+}
+
+/**
+ * The codes of `batch` that no stock row holds under an older key of the ring (contract 13.9:
+ * duplicate detection works across keys while a rotation runs). With a ring of one key: `batch`.
+ */
+async function withoutOlderHashes(q: Queryable, codeKey: Buffer, batch: string[]): Promise<string[]> {
+  const older = batch.map((c) => codeHashes(codeKey, c).slice(1));
+  if (batch.length === 0 || older[0]!.length === 0) return batch;
+  const r = await q.query<{ h: string }>('select code_hash as h from stock_codes where code_hash = any($1)', [
+    older.flat(),
+  ]);
+  const known = new Set(r.rows.map((row) => row.h));
+  return batch.filter((_, j) => !older[j]!.some((h) => known.has(h)));
 }
 
 /** Counts per catalog category, in catalog order, zero counts included. */

@@ -146,6 +146,9 @@ async function claimDueEvents(deps: Deps, limit: number, leaseMs: number): Promi
       where e.id in (
         select id from webhook_events
          where state = 'pending' and next_attempt_at <= $1 and (locked_until is null or locked_until <= $1)
+           -- A disabled customer's webhooks are not sent (contract 13.8).
+           and not exists (select 1 from customers c
+                            where c.id = webhook_events.customer_id and c.disabled_at is not null)
          order by next_attempt_at
          limit $3
          for update skip locked)

@@ -6,6 +6,7 @@ import type { ServerContext } from '../../http/context.ts';
 import { registerAdminBackupRoute } from './backup.ts';
 import { registerConsoleRoutes } from './console.ts';
 import { registerAdminCustomerRoutes } from './customers.ts';
+import { registerAdminEncryptionRoutes } from './encryption.ts';
 import { registerAdminEventRoutes } from './events.ts';
 import { registerAdminJobRoutes } from './jobs.ts';
 import { registerAdminJobListRoutes } from './jobs-list.ts';
@@ -26,5 +27,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminEventRoutes(app, ctx);
   registerAdminStatementRoutes(app, ctx);
   registerAdminBackupRoute(app, ctx);
+  registerAdminEncryptionRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }

@@ -6,6 +6,7 @@ import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
 import { loadJob, loadJobCodes } from '../../core/jobs/jobs.ts';
+import { redactQueryValues } from '../../logger.ts';
 
 const iso = (d: Date | null) => (d ? isoUtc(d) : null);
 
@@ -108,7 +109,8 @@ export function registerAdminJobRoutes(app: FastifyInstance, ctx: AppContext) {
           .filter((d) => d.eventId === e.id)
           .map((d) => ({
             attempt: d.attempt,
-            url: d.url,
+            // Query values are often a receiver's token: operators see them masked.
+            url: redactQueryValues(d.url, 2048),
             started_at: iso(d.startedAt),
             status: d.status,
             error: d.error,

@@ -1,0 +1,293 @@
+// Re-encryption under the first key of the keyring (contract 13.9). A rotation is a row of
+// encryption_rotation in state `running`; every process runs the rotation loop below, which, while
+// it is running, takes batches of rows not yet under this process's first key (stock codes, job
+// codes, webhook secrets) with FOR UPDATE SKIP LOCKED, decrypts each with the key its kid names,
+// recomputes a code's lookup hash under the first key and writes it back encrypted and bound to
+// its row under that key, all in one short transaction per batch. So it runs under load (a batch
+// never waits for a row a request holds, and a request never waits long for a batch), a kill
+// loses at most one uncommitted batch, and a restart resumes: the state is in the database and
+// "not yet under the first key" is read from the rows themselves. `v1:` values (no key id, no
+// row binding) are rewritten as bound v2 values too. When no row is left the rotation is idle.
+import type { Logger } from 'pino';
+import type { Queryable } from '../../db/database.ts';
+import { type BackgroundLoop, startBackgroundLoop } from '../background-loop.ts';
+import type { AppContext } from '../context.ts';
+import {
+  codeHash,
+  currentPrefix,
+  decryptCode,
+  decryptSecret,
+  encryptCode,
+  encryptSecret,
+  keyId,
+  ringKeyIds,
+  storedKeyId,
+} from './code-crypto.ts';
+
+export type RotationDeps = Pick<AppContext, 'db' | 'clock' | 'codeKey'> & {
+  logger: Pick<Logger, 'error' | 'warn' | 'info'>;
+};
+
+/** Rows rewritten per transaction (small: a batch holds its rows' locks only that long). */
+export const ROTATION_BATCH = 100;
+
+export interface EncryptionStatus {
+  currentKeyId: string;
+  keyIds: string[];
+  rowsByKeyId: Record<string, number>;
+  rotation: 'idle' | 'running';
+  rowsRewritten: number;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** Stored ciphertexts of every table, counted by the key id they name (`v1` for old values). */
+export async function rowsByKeyId(q: Queryable): Promise<Record<string, number>> {
+  const r = await q.query<{ kid: string; n: number }>(
+    `select kid, sum(n)::int8 as n from (
+       select case when code_encrypted like 'v2:%' then split_part(code_encrypted, ':', 2) else 'v1' end as kid, count(*) as n
+         from stock_codes where code_encrypted is not null group by 1
+       union all
+       select case when code_encrypted like 'v2:%' then split_part(code_encrypted, ':', 2) else 'v1' end, count(*)
+         from job_codes where code_encrypted is not null group by 1
+       union all
+       select case when secret_encrypted like 'v2:%' then split_part(secret_encrypted, ':', 2) else 'v1' end, count(*)
+         from webhooks group by 1
+     ) k group by kid order by kid`,
+  );
+  return Object.fromEntries(r.rows.map((row) => [row.kid, Number(row.n)]));
+}
+
+export async function encryptionStatus(
+  deps: Pick<RotationDeps, 'db' | 'codeKey'>,
+): Promise<EncryptionStatus> {
+  const [rows, state] = await Promise.all([rowsByKeyId(deps.db), loadRotation(deps.db)]);
+  return {
+    currentKeyId: keyId(deps.codeKey),
+    keyIds: ringKeyIds(deps.codeKey),
+    rowsByKeyId: rows,
+    rotation: state?.state ?? 'idle',
+    rowsRewritten: state?.rowsRewritten ?? 0,
+    startedAt: state?.startedAt ?? null,
+    finishedAt: state?.finishedAt ?? null,
+  };
+}
+
+async function loadRotation(q: Queryable) {
+  const r = await q.query<{
+    state: 'idle' | 'running';
+    targetKeyId: string;
+    rowsRewritten: number;
+    startedAt: Date;
+    finishedAt: Date | null;
+  }>(
+    `select state, target_key_id as "targetKeyId", rows_rewritten::int8 as "rowsRewritten",
+            started_at as "startedAt", finished_at as "finishedAt"
+       from encryption_rotation`,
+  );
+  const row = r.rows[0];
+  return row ? { ...row, rowsRewritten: Number(row.rowsRewritten) } : null;
+}
+
+/**
+ * The audit event of a rotation (contract 13.2, action `encryption.rotate`, customer_id null),
+ * written in the transaction that starts it. The audit log is another issue's: until it lands this
+ * writes nothing; that issue fills in this one function.
+ */
+export async function recordRotationAudit(
+  _tx: Queryable,
+  _event: { actor: string; requestId: string; ip: string; details: Record<string, unknown> },
+): Promise<void> {}
+
+/**
+ * Starts a rotation to this process's first key (POST /admin/v1/encryption/rotate). Starting one
+ * while one runs restarts it toward this key: the rows it has not reached are simply read again.
+ */
+export async function startRotation(
+  deps: Pick<RotationDeps, 'db' | 'clock' | 'codeKey'>,
+  audit: { actor: string; requestId: string; ip: string },
+): Promise<EncryptionStatus> {
+  const target = keyId(deps.codeKey);
+  await deps.db.transaction(async (tx) => {
+    await tx.query(
+      `insert into encryption_rotation (id, state, target_key_id, started_at, finished_at, rows_rewritten)
+       values (true, 'running', $1, $2, null, 0)
+       on conflict (id) do update set state = 'running', target_key_id = $1, started_at = $2,
+         finished_at = null, rows_rewritten = 0`,
+      [target, deps.clock.now()],
+    );
+    await recordRotationAudit(tx, {
+      ...audit,
+      details: { target_key_id: target, key_ids: ringKeyIds(deps.codeKey) },
+    });
+  });
+  return encryptionStatus(deps);
+}
+
+/**
+ * One batch of every table. Returns the rows rewritten; when the rotation runs and no row is left
+ * under another key, marks it idle. Does nothing unless a rotation to this process's first key is
+ * running (a process with another first key leaves it to the processes that have it).
+ */
+export async function rotateOnce(deps: RotationDeps, batch = ROTATION_BATCH): Promise<number> {
+  const state = await loadRotation(deps.db);
+  if (state?.state !== 'running' || state.targetKeyId !== keyId(deps.codeKey)) return 0;
+  const prefix = `${currentPrefix(deps.codeKey)}%`;
+  const done = await deps.db.transaction(async (tx) => {
+    const n =
+      (await rewriteStockCodes(tx, deps, prefix, batch)) +
+      (await rewriteJobCodes(tx, deps, prefix, batch)) +
+      (await rewriteSecrets(tx, deps, prefix, batch));
+    if (n > 0) await tx.query('update encryption_rotation set rows_rewritten = rows_rewritten + $1', [n]);
+    return n;
+  });
+  if (done > 0) return done;
+  // Nothing was left (rows another process holds are its to rewrite: they are counted again).
+  const left = await rowsByKeyId(deps.db);
+  const current = keyId(deps.codeKey);
+  if (Object.keys(left).every((kid) => kid === current)) {
+    await deps.db.query(
+      `update encryption_rotation set state = 'idle', finished_at = $1 where state = 'running' and target_key_id = $2`,
+      [deps.clock.now(), current],
+    );
+    deps.logger.info({ keyId: current }, 'encryption rotation finished: every row is under the first key');
+  }
+  return 0;
+}
+
+async function rewriteStockCodes(tx: Queryable, deps: RotationDeps, prefix: string, batch: number) {
+  const r = await tx.query<{ id: number; customerId: number; mode: string; codeHash: string; enc: string }>(
+    `select id, customer_id as "customerId", mode, code_hash as "codeHash", code_encrypted as enc
+       from stock_codes where code_encrypted is not null and code_encrypted not like $1
+      limit $2 for update skip locked`,
+    [prefix, batch],
+  );
+  for (const row of r.rows) {
+    const code = decryptCode(deps.codeKey, row.enc, { table: 'stock_codes', ...row });
+    const hash = codeHash(deps.codeKey, code);
+    const enc = encryptCode(deps.codeKey, code, {
+      table: 'stock_codes',
+      customerId: row.customerId,
+      mode: row.mode,
+      codeHash: hash,
+    });
+    await tx.query('update stock_codes set code_hash = $2, code_encrypted = $3 where id = $1', [
+      row.id,
+      hash,
+      enc,
+    ]);
+  }
+  return r.rows.length;
+}
+
+async function rewriteJobCodes(tx: Queryable, deps: RotationDeps, prefix: string, batch: number) {
+  // A code out with the upstream keeps its hash until its outcome is recorded: the in-flight
+  // index (one `sending` row per hash) must not see two spellings of one code.
+  const r = await tx.query<{
+    jobId: string;
+    position: number;
+    customerId: number;
+    mode: string;
+    codeHash: string;
+    enc: string;
+  }>(
+    `select c.job_id as "jobId", c.position, j.customer_id as "customerId", j.mode, c.code_hash as "codeHash",
+            c.code_encrypted as enc
+       from job_codes c join jobs j on j.id = c.job_id
+      where c.code_encrypted is not null and c.code_encrypted not like $1 and c.state <> 'sending'
+      limit $2 for update of c skip locked`,
+    [prefix, batch],
+  );
+  for (const row of r.rows) {
+    const code = decryptCode(deps.codeKey, row.enc, { table: 'job_codes', ...row });
+    const hash = codeHash(deps.codeKey, code);
+    const enc = encryptCode(deps.codeKey, code, {
+      table: 'job_codes',
+      customerId: row.customerId,
+      mode: row.mode,
+      codeHash: hash,
+    });
+    await tx.query(
+      'update job_codes set code_hash = $3, code_encrypted = $4 where job_id = $1 and position = $2',
+      [row.jobId, row.position, hash, enc],
+    );
+  }
+  return r.rows.length;
+}
+
+async function rewriteSecrets(tx: Queryable, deps: RotationDeps, prefix: string, batch: number) {
+  const r = await tx.query<{ customerId: number; mode: string; enc: string }>(
+    `select customer_id as "customerId", mode, secret_encrypted as enc
+       from webhooks where secret_encrypted not like $1
+      limit $2 for update skip locked`,
+    [prefix, batch],
+  );
+  for (const row of r.rows) {
+    const secret = decryptSecret(deps.codeKey, row.enc, row);
+    await tx.query('update webhooks set secret_encrypted = $3 where customer_id = $1 and mode = $2', [
+      row.customerId,
+      row.mode,
+      encryptSecret(deps.codeKey, secret, row),
+    ]);
+  }
+  return r.rows.length;
+}
+
+/**
+ * The rotation loop of this process: polls every `intervalMs` (default 1000) whether a rotation
+ * runs, and while it does rewrites batch after batch, pausing `pauseMs` (default 20) between
+ * batches so requests keep their share of the database.
+ */
+export function startRotationLoop(
+  deps: RotationDeps,
+  opts: { intervalMs?: number; pauseMs?: number; batch?: number } = {},
+): BackgroundLoop {
+  const pauseMs = opts.pauseMs ?? 20;
+  return startBackgroundLoop({
+    name: 'encryption rotation',
+    intervalMs: opts.intervalMs ?? 1000,
+    logger: deps.logger,
+    async pass(signal) {
+      while (!signal.aborted && (await rotateOnce(deps, opts.batch)) > 0) {
+        await new Promise((r) => setTimeout(r, pauseMs));
+      }
+    },
+  });
+}
+
+/**
+ * The start check (contract 13.9): every stored ciphertext names a key of the ring. Throws one
+ * line naming the first key id the ring lacks; `v1` values (no key id) must open with a ring key.
+ */
+export async function checkKeyringCoversRows(q: Queryable, codeKey: Buffer): Promise<void> {
+  const ring = new Set(ringKeyIds(codeKey));
+  const stored = await rowsByKeyId(q);
+  const missing = Object.keys(stored).find((kid) => kid !== 'v1' && !ring.has(kid));
+  if (missing)
+    throw new KeyringError(
+      `CODE_ENCRYPTION_KEY lacks key id ${missing}: ${stored[missing]} stored rows are encrypted under it; add that key to the list (after the first) and rotate`,
+    );
+  if (stored['v1']) await checkV1Opens(q, codeKey);
+}
+
+async function checkV1Opens(q: Queryable, codeKey: Buffer) {
+  const r = await q.query<{ customerId: number; mode: string; codeHash: string; enc: string }>(
+    `select customer_id as "customerId", mode, code_hash as "codeHash", code_encrypted as enc
+       from stock_codes where code_encrypted like 'v1:%' limit 1`,
+  );
+  const row = r.rows[0];
+  if (!row) return;
+  try {
+    decryptCode(codeKey, row.enc, { table: 'stock_codes', ...row });
+  } catch {
+    throw new KeyringError(
+      `CODE_ENCRYPTION_KEY lacks the key of the stored v1 rows (written before key ids); add that key to the list and rotate`,
+    );
+  }
+}
+
+export class KeyringError extends Error {
+  override name = 'KeyringError';
+}
+
+export { storedKeyId };

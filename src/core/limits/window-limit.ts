@@ -1,0 +1,100 @@
+// One limiter for every door (contract 6 and 13.8): a sliding-window log kept in the database,
+// shared by every server process on it. It is the burst limit's own mechanism: the SQL function
+// burst_take over the table burst_windows (one row per counted subject, rewritten by one upsert
+// that locks it). Each limit names its bucket with a prefix (`read:`, `webhook:`, `redeliver:`),
+// so the redeem burst windows (keyed by bare key ids, `key_…`) are never shared with them.
+import type { Queryable } from '../../db/database.ts';
+import { ApiError } from '../errors.ts';
+
+/** A limit: at most `limit` accepted requests per subject in any sliding `windowMs`. */
+export interface WindowRule {
+  /** The bucket prefix and the words of the 429 message ("reads for this key"). */
+  readonly bucket: string;
+  readonly what: string;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+export interface WindowSlot {
+  allowed: boolean;
+  limit: number;
+  /** Slots left after this request. */
+  remaining: number;
+  /** Whole seconds, rounded up, until the oldest counted request leaves the window; 0 if none. */
+  resetSec: number;
+  /** On a refusal: whole seconds (at least 1) after which a request is accepted. */
+  retryAfterSec?: number;
+  /**
+   * On a refusal: the time (ms) the oldest counted request leaves the window. No take of this
+   * subject, by any process, can be accepted before it (a refusal is not recorded), so a process
+   * may refuse the subject without asking the database until then.
+   */
+  fullUntilMs?: number;
+}
+
+/**
+ * Takes one slot of `rule` for `subject` at `now`: accepted and recorded when fewer than
+ * `rule.limit` requests were accepted in (now - window, now]; a refusal is not recorded (a 429
+ * does not count in the window, as section 6 says of the burst limit).
+ */
+export async function takeWindowSlot(
+  q: Queryable,
+  rule: WindowRule,
+  subject: string,
+  now: Date,
+): Promise<WindowSlot> {
+  const nowMs = now.getTime();
+  const r = await q.query<{ ok: boolean; hits: Array<number | string> }>(
+    'select ok, hits from burst_take($1, $2, $3, $4)',
+    [`${rule.bucket}:${subject}`, nowMs, rule.windowMs, rule.limit],
+    'window_take',
+  );
+  const row = r.rows[0];
+  if (!row) throw new Error('window limit upsert returned no row');
+  // pg returns bigint[] elements as strings, PGlite as numbers.
+  return windowSlotFrom(row.ok, row.hits.map(Number), nowMs, rule.limit, rule.windowMs);
+}
+
+/** The answer for a verdict and the subject's counted times after it (this request's included). */
+export function windowSlotFrom(
+  allowed: boolean,
+  countedMs: readonly number[],
+  nowMs: number,
+  limit: number,
+  windowMs: number,
+): WindowSlot {
+  let oldest = Number.POSITIVE_INFINITY;
+  let counted = 0;
+  for (const t of countedMs) {
+    if (t <= nowMs - windowMs) continue;
+    counted++;
+    if (t < oldest) oldest = t;
+  }
+  // At oldest + window the oldest time is out of (now - window, now], so a slot is free then.
+  const untilOldestLeaves = counted === 0 ? 0 : Math.ceil((oldest + windowMs - nowMs) / 1000);
+  const slot: WindowSlot = {
+    allowed,
+    limit,
+    remaining: Math.max(0, limit - counted),
+    resetSec: Math.max(0, untilOldestLeaves),
+  };
+  if (!allowed) {
+    slot.retryAfterSec = Math.max(1, untilOldestLeaves);
+    slot.fullUntilMs = counted === 0 ? nowMs : oldest + windowMs;
+  }
+  return slot;
+}
+
+/** The contract's 429 for a refused slot: `retry_after_sec` in the body, `Retry-After` header. */
+export function windowLimitedError(
+  rule: Pick<WindowRule, 'what' | 'limit' | 'windowMs'>,
+  retryAfterSec: number,
+) {
+  const sec = Math.max(1, retryAfterSec);
+  return new ApiError(
+    'rate_limited',
+    `more than ${rule.limit} ${rule.what} in ${rule.windowMs / 1000} seconds; retry after ${sec} s`,
+    { retry_after_sec: sec },
+    { 'Retry-After': String(sec) },
+  );
+}
