@@ -1,5 +1,6 @@
 // The admin commands: each turns its arguments into admin API requests and its answer into text.
 // The API does the validation; the CLI only checks what it must to build the JSON.
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { describePlan, formatCustomer, formatGeneric, formatLedger } from './admin-format.ts';
@@ -31,6 +32,7 @@ export interface AdminRequest {
   method: Method;
   path: string;
   body?: unknown;
+  headers?: Record<string, string>;
 }
 
 export interface Command {
@@ -50,11 +52,11 @@ export interface Command {
   print(answer: Json, p: Parsed, sent: Json): string[];
 }
 
-const str = (p: Parsed, name: string) => p.values[name] as string | undefined;
-const id = (p: Parsed, i = 0) => encodeURIComponent(p.args[i]!);
-const customerPath = (p: Parsed) => `/admin/v1/customers/${id(p)}`;
+export const str = (p: Parsed, name: string) => p.values[name] as string | undefined;
+export const id = (p: Parsed, i = 0) => encodeURIComponent(p.args[i]!);
+export const customerPath = (p: Parsed) => `/admin/v1/customers/${id(p)}`;
 
-function required(p: Parsed, name: string): string {
+export function required(p: Parsed, name: string): string {
   const v = str(p, name);
   if (v === undefined) throw new UsageError(`--${name} is required`);
   return v;
@@ -79,10 +81,16 @@ const list = (v: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-const MODE = { mode: { type: 'string' } } as const;
+export const MODE = { mode: { type: 'string' } } as const;
+export const IDEMPOTENCY = { 'idempotency-key': { type: 'string' } } as const;
+
+/** The wallet writes' Idempotency-Key (contract 13.3): --idempotency-key, else a new random one. */
+export const idempotencyHeader = (p: Parsed) => ({
+  'idempotency-key': str(p, 'idempotency-key') ?? `cli-${randomUUID()}`,
+});
 
 /** `path?name=value…` from the given options that were set (the API validates them). */
-function withQuery(path: string, p: Parsed, names: Record<string, string>): string {
+export function withQuery(path: string, p: Parsed, names: Record<string, string>): string {
   const query = new URLSearchParams();
   for (const [option, param] of Object.entries(names)) {
     const v = str(p, option);
@@ -93,7 +101,7 @@ function withQuery(path: string, p: Parsed, names: Record<string, string>): stri
 }
 
 /** The lines of a page of a list, and how to ask for the next one. */
-const printPage = (a: Json) => [
+export const printPage = (a: Json) => [
   ...formatGeneric(Object.fromEntries(Object.entries(a).filter(([k]) => k !== 'next_cursor'))),
   ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : []),
 ];
@@ -241,14 +249,14 @@ export const COMMANDS: Command[] = [
   {
     name: 'wallet topup',
     args: ['ID'],
-    synopsis: '--mode test|live --usd X [--note N]',
-    summary: "add USD to the customer's wallet of one mode",
-    options: { ...MODE, usd: { type: 'string' }, note: { type: 'string' } },
+    synopsis: '--mode test|live --usd X [--note N] [--idempotency-key K]',
+    summary: "add USD to the customer's wallet of one mode (a retry with the same key adds it once)",
+    options: { ...MODE, usd: { type: 'string' }, note: { type: 'string' }, ...IDEMPOTENCY },
     request: async (p) => {
       const body: Json = { mode: required(p, 'mode'), usd: required(p, 'usd') };
       const note = str(p, 'note');
       if (note !== undefined) body.note = note;
-      return { method: 'POST', path: `${customerPath(p)}/wallet/topup`, body };
+      return { method: 'POST', path: `${customerPath(p)}/wallet/topup`, body, headers: idempotencyHeader(p) };
     },
     print: (a, p) => [
       `topped up ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}; balance ${a.balance_usd} USD`,

@@ -136,12 +136,13 @@ export function formatLedger(a: Json): string[] {
     String(e.kind),
     String(e.amount_usd),
     String(e.balance_after_usd),
+    String(e.actor ?? 'system'),
     [e.note, e.reference].filter(Boolean).join(' '),
   ]);
-  return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'note'], rows)];
+  return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'actor', 'note'], rows)];
 }
 
-function table(header: string[], rows: string[][]): string[] {
+export function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     `  ${cells

@@ -3,11 +3,14 @@
 //   used   → the code is gone: a stock code is deleted, and one request is billed, as code_used;
 //   unused → a stock code goes back to stock; a caller code stays kept; nothing is billed.
 // The outcome the caller was answered stays as recorded, so a replay never changes.
+
 import type { Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';
 import { isoUtc } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
 import { setStockState } from '../stock/stock.ts';
 import { lockAccount } from './billing.ts';
 
@@ -70,6 +73,8 @@ export async function settleQuarantined(
   ref: { jobId: string; position: number },
   settlement: Settlement,
   by: 'check' | 'operator',
+  /** The operator who settled it by hand: the audit row is written in the settlement's transaction. */
+  actor?: Actor,
 ): Promise<boolean> {
   const { clock } = deps;
   const settled = await deps.db.transaction(async (tx) => {
@@ -96,6 +101,19 @@ export async function settleQuarantined(
       `update job_codes set settlement = $3, settled_at = $4, settled_by = $5 where job_id = $1 and position = $2`,
       [ref.jobId, ref.position, settlement, clock.now(), by],
     );
+    if (actor) {
+      await recordAudit(
+        tx,
+        actor,
+        {
+          action: 'quarantine.settle',
+          customerId,
+          target: ref.jobId,
+          details: { job_id: ref.jobId, position: ref.position, mode, outcome: settlement },
+        },
+        clock,
+      );
+    }
     return { mode, settlement, by, walletMicros };
   });
   // Counted after the commit: a rolled-back settlement counts nothing.

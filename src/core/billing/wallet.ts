@@ -14,19 +14,26 @@ export async function ensureAccount(q: Queryable, customerId: number, mode: Mode
   );
 }
 
-/** Appends a ledger entry and moves the cached balance with it; returns the new balance. */
+/** A ledger entry to append. */
+export interface LedgerEntry {
+  customerId: number;
+  mode: Mode;
+  amountMicros: number;
+  kind: 'topup' | 'charge' | 'adjustment';
+  note?: string;
+  reference?: string | null;
+  /** The operator's name, or `system` (the default) for the service's own entries. */
+  actor?: string;
+  /** The request that caused the entry (the admin answer's X-Request-Id, a redeem's). */
+  requestId?: string | null;
+}
+
+/** Appends a ledger entry and moves the cached balance with it; returns the new balance and the entry's id. */
 export async function appendLedger(
   q: Queryable,
-  entry: {
-    customerId: number;
-    mode: Mode;
-    amountMicros: number;
-    kind: 'topup' | 'charge';
-    note?: string;
-    reference?: string | null;
-  },
+  entry: LedgerEntry,
   clock: Clock,
-): Promise<number> {
+): Promise<{ balanceMicros: number; entryId: number }> {
   await ensureAccount(q, entry.customerId, entry.mode);
   const r = await q.query<{ balance: number }>(
     `update accounts set balance_micros = balance_micros + $3
@@ -34,9 +41,10 @@ export async function appendLedger(
     [entry.customerId, entry.mode, entry.amountMicros],
   );
   const balance = r.rows[0]!.balance;
-  await q.query(
-    `insert into wallet_ledger (customer_id, mode, amount_micros, balance_after_micros, kind, note, reference, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)`,
+  const inserted = await q.query<{ id: number }>(
+    `insert into wallet_ledger (customer_id, mode, amount_micros, balance_after_micros, kind, note, reference, created_at,
+                                actor, request_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id`,
     [
       entry.customerId,
       entry.mode,
@@ -46,9 +54,11 @@ export async function appendLedger(
       entry.note ?? '',
       entry.reference ?? null,
       clock.now(),
+      entry.actor ?? 'system',
+      entry.requestId ?? null,
     ],
   );
-  return balance;
+  return { balanceMicros: balance, entryId: inserted.rows[0]!.id };
 }
 
 export async function walletSummary(q: Queryable, customerId: number) {

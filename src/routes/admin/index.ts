@@ -7,13 +7,19 @@ import { registerConsoleRoutes } from './console.ts';
 import { registerAdminCustomerRoutes } from './customers.ts';
 import { registerAdminJobRoutes } from './jobs.ts';
 import { registerAdminJobListRoutes } from './jobs-list.ts';
+import { registerAdminKeyRoutes } from './keys.ts';
 import { registerAdminMetricsRoute } from './metrics.ts';
+import { registerAdminOperatorRoutes } from './operators.ts';
 import { registerAdminQuarantineRoutes } from './quarantine.ts';
 import { registerAdminStockRoutes } from './stock.ts';
 import { registerAdminUsageRoutes } from './usage.ts';
+import { registerAdminWalletRoutes } from './wallet.ts';
 
 export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, sessions: SessionStore): void {
   registerAdminCustomerRoutes(app, ctx);
+  registerAdminKeyRoutes(app, ctx);
+  registerAdminWalletRoutes(app, ctx);
+  registerAdminOperatorRoutes(app, ctx);
   registerAdminStockRoutes(app, ctx);
   registerAdminJobRoutes(app, ctx);
   registerAdminQuarantineRoutes(app, ctx);
