@@ -18,7 +18,7 @@ import { actorOf } from '../../http/admin-door.ts';
 import { idCursor, limitParam, parseQuery } from './query.ts';
 import { customerIdParam, existingCustomerParam, modeSchema, parseBody } from './validation.ts';
 
-const AMOUNT_RULE = 'a USD amount with at most 6 decimals, at most 1000000';
+const AMOUNT_RULE = 'USD amount with at most 6 decimals, at most 1000000';
 
 /** A signed USD amount (decimal string or number) within ±1,000,000, at most 6 decimals; never 0. */
 const usdAmount = (opts: { signed: boolean }) =>
@@ -30,7 +30,7 @@ const usdAmount = (opts: { signed: boolean }) =>
       ctx.addIssue({
         code: 'custom',
         message: opts.signed
-          ? `must be a non-zero ${AMOUNT_RULE} either way`
+          ? `must be a non-zero ${AMOUNT_RULE} (either sign)`
           : `must be a positive ${AMOUNT_RULE}`,
       });
       return z.NEVER;
