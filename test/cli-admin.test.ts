@@ -333,7 +333,8 @@ describe('admin commands against a running server', () => {
     expect(badBody).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'error: bad_request: usd: must be a positive USD amount with at most 6 decimals, at most 1000000\n',
+      stderr:
+        'error: bad_request: usd: must be a positive USD amount with at most 6 decimals, at most 1000000\n',
     });
     expect(badKey).toEqual({ code: 1, stdout: '', stderr: 'error: not_found: unknown key\n' });
   }, 60_000);
