@@ -14,7 +14,12 @@ export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
     const found = await loadKeyAccountState(ctx.db, facts, today(ctx.clock));
     // Keys are never deleted; a row gone all the same is no key.
     if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
-    const key = { ...facts, revokedAt: found.revokedAt, customerDisabled: found.state.disabled };
+    const key = {
+      ...facts,
+      revokedAt: found.revokedAt,
+      expiresAt: found.expiresAt,
+      customerDisabled: found.state.disabled,
+    };
     // Checked by the statement: nothing left for KeyChecks.settle.
     request.cachedKey = null;
     // The contract's order (section 1): revoked and expired (401) before anything else.

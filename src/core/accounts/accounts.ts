@@ -119,7 +119,7 @@ export async function loadAccountState(
   return row ? accountStateFrom(customerId, row) : null;
 }
 
-const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", ${ACCOUNT_COLUMNS}
+const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", ${ACCOUNT_COLUMNS}
        from api_keys k
        join customers c on c.id = k.customer_id
        ${accountJoins('k.mode', '$2')}
@@ -134,14 +134,17 @@ export async function loadKeyAccountState(
   q: Queryable,
   key: { id: string; customerId: number },
   day: string,
-): Promise<{ revokedAt: Date | null; state: AccountState } | null> {
-  const r = await q.query<AccountRow & { revokedAt: Date | null }>(
+): Promise<{ revokedAt: Date | null; expiresAt: Date | null; state: AccountState } | null> {
+  const r = await q.query<AccountRow & { revokedAt: Date | null; expiresAt: Date | null }>(
     LOAD_KEY_ACCOUNT_SQL,
     [key.id, day],
     'key_account_state',
   );
   const row = r.rows[0];
-  return row ? { revokedAt: row.revokedAt, state: accountStateFrom(key.customerId, row) } : null;
+  // The expiry is read again too: a reroll (contract 13.4) moves it after a process cached the key.
+  return row
+    ? { revokedAt: row.revokedAt, expiresAt: row.expiresAt, state: accountStateFrom(key.customerId, row) }
+    : null;
 }
 
 export function accountStateFrom(customerId: number, row: AccountRow): AccountState {
