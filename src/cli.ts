@@ -17,7 +17,8 @@ Commands:
 Environment (defaults in brackets):
   HOST, PORT                    public API listener [127.0.0.1, 8080]
   ADMIN_HOST, ADMIN_PORT        admin API listener [127.0.0.1, 8081]
-  ADMIN_TOKEN                   operator token [generated into DATA_DIR/admin-token]
+  ADMIN_TOKEN                   the operator root's token, 32+ characters [generated into DATA_DIR/admin-token]
+  ADMIN_HOSTNAMES               extra Host names the admin listener answers, comma-separated [unset]
   DATABASE_URL                  postgres://… for PostgreSQL [unset: embedded PGlite in DATA_DIR]
   DATA_DIR                      embedded database, generated token and key [./data]
   CODE_ENCRYPTION_KEY           32 bytes, base64 [generated into DATA_DIR; required with PostgreSQL]

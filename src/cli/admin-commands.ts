@@ -112,6 +112,9 @@ export const printPage = (a: Json) => [
  */
 export const IMPORT_BATCH = 10_000;
 
+/** The file line numbers of the codes of the `stock import` being run (one command per process). */
+let importLines: number[] = [];
+
 export const COMMANDS: Command[] = [
   {
     name: 'customers create',
@@ -365,7 +368,10 @@ export const COMMANDS: Command[] = [
       const text = file === undefined ? await readAll(io.stdin) : readCodeFile(file);
       // Blank lines are layout, not codes; everything else goes to the API, which trims, checks
       // the format and counts duplicates. Codes are never echoed: they are bearer value.
-      const codes = text.split(/\r?\n/).filter((line) => line.trim() !== '');
+      const lines = text.split(/\r?\n/);
+      const codes = lines.filter((line) => line.trim() !== '');
+      // The file's line number of each code sent, to name the lines the API reports.
+      importLines = lines.flatMap((line, i) => (line.trim() === '' ? [] : [i + 1]));
       const batches: AdminRequest[] = [];
       for (let i = 0; i === 0 || i < codes.length; i += IMPORT_BATCH) {
         const batch = codes.slice(i, i + IMPORT_BATCH);
@@ -378,7 +384,14 @@ export const COMMANDS: Command[] = [
       return batches;
     },
     combine: (answers) => {
-      if (answers.length === 1) return answers[0]!;
+      // Each issue's position in its batch becomes the file line of that code.
+      const issues = answers.flatMap((a, b) =>
+        ((a.issues as Json[] | undefined) ?? []).map((x) => ({
+          ...x,
+          line: importLines[b * IMPORT_BATCH + Number(x.index)],
+        })),
+      );
+      if (answers.length === 1) return { ...answers[0]!, issues };
       const sum = (field: string) => answers.reduce((n, a) => n + Number(a[field] ?? 0), 0);
       return {
         ok: true,
@@ -387,14 +400,17 @@ export const COMMANDS: Command[] = [
         added: sum('added'),
         duplicates: sum('duplicates'),
         rejected: sum('rejected'),
+        issues,
       };
     },
     print: (a) => [
       `stock import: ${a.added} added, ${a.duplicates} duplicates, ${a.rejected} rejected`,
+      ...((a.issues as Json[] | undefined) ?? []).map((x) => `  line ${x.line}: ${x.kind}, ${x.reason}`),
       ...formatGeneric(
         Object.fromEntries(
           Object.entries(a).filter(
-            ([k]) => !['ok', 'request_id', 'request_ids', 'added', 'duplicates', 'rejected'].includes(k),
+            ([k]) =>
+              !['ok', 'request_id', 'request_ids', 'added', 'duplicates', 'rejected', 'issues'].includes(k),
           ),
         ),
         '  ',

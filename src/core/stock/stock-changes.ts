@@ -6,15 +6,17 @@ import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import { type ImportIssue, importIssues } from './import-issues.ts';
 import { type ImportResult, importStock } from './stock.ts';
 
 export async function importStockAs(
   deps: { db: Database; clock: Clock; codeKey: Buffer },
   actor: Actor,
   input: { customerId: number; mode: Mode; category: string; codes: readonly string[] },
-): Promise<ImportResult> {
+): Promise<ImportResult & { issues: ImportIssue[] }> {
   return deps.db.transaction(async (tx) => {
     if (!(await customerExists(tx, input.customerId))) throw new ApiError('not_found', 'unknown customer');
+    const issues = await importIssues(tx, deps.codeKey, input.codes);
     const result = await importStock(tx, deps.codeKey, input, deps.clock);
     await recordAudit(
       tx,
@@ -27,6 +29,6 @@ export async function importStockAs(
       },
       deps.clock,
     );
-    return result;
+    return { ...result, issues };
   });
 }

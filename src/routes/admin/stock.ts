@@ -30,7 +30,8 @@ export function registerAdminStockRoutes(app: FastifyInstance, ctx: AppContext) 
       category: body.category,
       codes: body.codes,
     });
-    request.log.info({ customerId, mode: body.mode, category: body.category, ...result }, 'stock imported');
+    const { issues, ...counts } = result;
+    request.log.info({ customerId, mode: body.mode, category: body.category, ...counts }, 'stock imported');
     return { ok: true, request_id: request.id, ...result };
   });
 }
