@@ -65,12 +65,16 @@ Environment (defaults in brackets):
 `;
 }
 
+/** `admin audit [options]` is `admin audit list [options]` (a thing whose only verb is a list). */
+function withVerb(argv: string[]): string[] {
+  const [thing, next] = argv;
+  const bare = thing === 'audit' && (next === undefined || next.startsWith('-'));
+  return bare ? [thing, 'list', ...argv.slice(1)] : argv;
+}
+
 /** Parses and runs one admin command; returns the exit code. */
 export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
-  const [thing, ...more] = argv;
-  // `admin audit [options]` is `admin audit list [options]` (a thing whose only verb is a list).
-  const bare = thing === 'audit' && (more[0] === undefined || more[0].startsWith('-'));
-  const [verb, ...rest] = bare ? ['list', ...more] : more;
+  const [thing, verb, ...rest] = withVerb(argv);
   if (thing === undefined || ['help', '--help', '-h'].includes(thing)) {
     io.stdout(adminHelp());
     return 0;
