@@ -76,6 +76,9 @@ describe('key reroll', () => {
     t.clock.set('2026-11-22T09:00:00Z');
   });
 
+  // The redeem statement re-checks a cached key's revocation but not yet its expiry (README).
+  test.todo('POST /v1/redeem with a process-cached old key answers 401 expired once the grace ends');
+
   test('grace 0 ends the old key at once; an earlier expiry is kept', async () => {
     const m = await createMerchant(t);
     expect((await me(m.key)).statusCode).toBe(200);
