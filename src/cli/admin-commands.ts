@@ -391,7 +391,9 @@ export const COMMANDS: Command[] = [
           line: importLines[b * IMPORT_BATCH + Number(x.index)],
         })),
       );
-      if (answers.length === 1) return { ...answers[0]!, issues };
+      // An API without the issues list (an older server) gets none added.
+      const withIssues = answers.some((a) => 'issues' in a) ? { issues } : {};
+      if (answers.length === 1) return { ...answers[0]!, ...withIssues };
       const sum = (field: string) => answers.reduce((n, a) => n + Number(a[field] ?? 0), 0);
       return {
         ok: true,
@@ -400,7 +402,7 @@ export const COMMANDS: Command[] = [
         added: sum('added'),
         duplicates: sum('duplicates'),
         rejected: sum('rejected'),
-        issues,
+        ...withIssues,
       };
     },
     print: (a) => [
