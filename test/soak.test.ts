@@ -343,6 +343,7 @@ async function createMerchant(
  * A top-up or a small adjustment (either sign; a refused one is fine), sent twice under one
  * Idempotency-Key while redeems run: the ledger must show it once (checkInvariants).
  */
+const walletKeysTaken = new Set<string>();
 async function walletWrite(customerId: number) {
   const topup = chance(0.5);
   const path = `/admin/v1/customers/${customerId}/wallet/${topup ? 'topup' : 'adjust'}`;
@@ -351,7 +352,7 @@ async function walletWrite(customerId: number) {
     : { mode: 'live', usd: `${chance(0.5) ? '-' : ''}0.0${1 + int(9)}`, reason: 'soak correction' };
   const key = `soak-${Date.now()}-${int(1e9)}`;
   for (let i = 0; i < 2; i++) {
-    await fetch(`${current().adminUrl}${path}`, {
+    const res = await fetch(`${current().adminUrl}${path}`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
@@ -360,6 +361,7 @@ async function walletWrite(customerId: number) {
       },
       body: JSON.stringify(body),
     });
+    if (res.status === 200) walletKeysTaken.add(key);
   }
   stats.walletWrites += 1;
 }
@@ -507,12 +509,12 @@ test('soak: random upstream faults and process kills, then every invariant holds
       if (Date.now() < next) continue;
       next = Date.now() + 3000 + int(3000);
       try {
-        if (chance(0.4)) {
+        // Money moved by an operator while redeems run: the ledger must still equal the balance.
+        await walletWrite(pick(merchants).customerId);
+        if (chance(0.5)) {
           const m = pick(merchants);
           await importStock(m.customerId, pick(CATEGORIES), 20);
           stats.restocked += 20;
-        } else if (chance(0.5)) {
-          await walletWrite(pick(merchants).customerId);
         } else {
           // A check while redeems run: settled-unused stock goes back and is drawn again.
           await adminHttp(current(), 'POST', '/admin/v1/quarantine/check', {});
@@ -586,5 +588,15 @@ test('soak: random upstream faults and process kills, then every invariant holds
   expect(internal).toEqual([]);
   // The soak exercised what it is for.
   expect(stats.kills).toBeGreaterThanOrEqual(2);
+  expect(stats.walletWrites).toBeGreaterThan(0);
+  // A key sent twice wrote one entry at most (each entry's audit row is checked 1:1 against the
+  // ledger), and every key answered 200 wrote one. (A key whose answers a kill lost may have.)
+  const soakEntries = await db!.query<{ key: string; n: number }>(
+    `select details->>'idempotency_key' as key, count(*)::int as n from audit_events
+      where details->>'idempotency_key' like 'soak-%' group by 1`,
+  );
+  expect(soakEntries.rows.filter((r) => r.n !== 1)).toEqual([]);
+  const written = new Set(soakEntries.rows.map((r) => r.key));
+  expect([...walletKeysTaken].filter((k) => !written.has(k))).toEqual([]);
   expect(report.counts.upstreamRedeemed).toBeGreaterThan(0);
 }, 170_000);
