@@ -21,7 +21,8 @@ Commands:
 Environment (defaults in brackets):
   HOST, PORT                    public API listener [127.0.0.1, 8080]
   ADMIN_HOST, ADMIN_PORT        admin API listener [127.0.0.1, 8081]
-  ADMIN_TOKEN                   operator token [generated into DATA_DIR/admin-token]
+  ADMIN_TOKEN                   the operator root's token, 32+ characters [generated into DATA_DIR/admin-token]
+  ADMIN_HOSTNAMES               extra Host names the admin listener answers, comma-separated [unset]
   DATABASE_URL                  postgres://… for PostgreSQL [unset: embedded PGlite in DATA_DIR]
   DATABASE_POOL_MODE            session | transaction (DATABASE_URL is PgBouncer in transaction mode) [session]
   DATABASE_DIRECT_URL           PostgreSQL itself, for migrations and LISTEN behind a pooler [DATABASE_URL]

@@ -93,9 +93,18 @@ const schema = z
     PORT: port('PORT', 8080),
     ADMIN_HOST: optionalString.transform((v) => v ?? '127.0.0.1'),
     ADMIN_PORT: port('ADMIN_PORT', 8081),
-    ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, {
-      message: 'ADMIN_TOKEN must be at least 16 characters',
+    // The operator `root` (contract 13.1): long enough that guessing is hopeless even unthrottled.
+    ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 32, {
+      message:
+        'ADMIN_TOKEN must be at least 32 characters (make one with: openssl rand -base64 32), or leave it unset to have one generated into DATA_DIR',
     }),
+    // Host names the admin listener answers for besides its own addresses (contract 13.5).
+    ADMIN_HOSTNAMES: optionalString.transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((s) => s.trim().toLowerCase())
+        .filter(Boolean),
+    ),
     DATABASE_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
       message: 'DATABASE_URL must start with postgres:// or postgresql://',
     }),

@@ -390,6 +390,7 @@ describe('the console session', () => {
       request_id: res.headers['x-request-id'],
       signed_in: true,
       expires_at: new Date(t.clock.now().getTime() + 8 * 3_600_000).toISOString().replace('.000', ''),
+      operator: { name: 'root', role: 'admin' },
     });
     const set = String(res.headers['set-cookie']);
     expect(set).toMatch(/^rg_console=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=28800$/);

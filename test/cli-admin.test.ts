@@ -217,6 +217,7 @@ describe('admin commands against a running server', () => {
       request_id: expect.stringMatching(/^req_/),
       customer_id: id,
       mode: 'test',
+      entry_id: expect.any(Number),
       balance_usd: 12.5035,
     });
 
@@ -270,7 +271,7 @@ describe('admin commands against a running server', () => {
     expect(ledger).toMatchObject({ code: 0, stderr: '' });
     const rows = ledger.stdout.trimEnd().split('\n');
     expect(rows[0]).toBe(`ledger of customer ${id} (test), newest first:`);
-    expect(rows[1]).toMatch(/^ {2}id +time +kind +amount_usd +balance_usd +note$/);
+    expect(rows[1]).toMatch(/^ {2}id +time +kind +amount_usd +balance_usd +actor +note$/);
     expect(
       rows.slice(2).map((r) =>
         r
@@ -279,8 +280,8 @@ describe('admin commands against a running server', () => {
           .slice(2),
       ),
     ).toEqual([
-      ['topup', '0.0035', '12.5035'],
-      ['topup', '12.5', '12.5', 'invoice 7'],
+      ['topup', '0.0035', '12.5035', 'root'],
+      ['topup', '12.5', '12.5', 'root', 'invoice 7'],
     ]);
     expect(liveLedger).toEqual({
       code: 0,
@@ -333,7 +334,8 @@ describe('admin commands against a running server', () => {
     expect(badBody).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'error: bad_request: usd: must be a positive USD amount with at most 6 decimals\n',
+      stderr:
+        'error: bad_request: usd: must be a positive USD amount with at most 6 decimals, at most 1000000\n',
     });
     expect(badKey).toEqual({ code: 1, stdout: '', stderr: 'error: not_found: unknown key\n' });
   }, 60_000);

@@ -65,7 +65,7 @@ describe('loadConfig', () => {
       HOST: '0.0.0.0',
       PORT: '1',
       ADMIN_PORT: '65535',
-      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
       DATABASE_URL: 'postgresql://u@db:5432/x',
       CODE_ENCRYPTION_KEY: KEY,
       ACTIVATOR: 'http',

@@ -14,7 +14,13 @@ import { codeHash } from '../src/core/crypto/code-crypto.ts';
 import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
 import { createUpstreamSim, type FaultRule, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { checkInvariants, type KnownCode } from './helpers/invariants.ts';
-import { adminHttp, type ServerProcess, startServerProcess, TEST_CODE_KEY } from './helpers/process.ts';
+import {
+  adminHttp,
+  type ServerProcess,
+  startServerProcess,
+  TEST_ADMIN_TOKEN,
+  TEST_CODE_KEY,
+} from './helpers/process.ts';
 
 const SEED = process.env.SOAK_SEED ? Number(process.env.SOAK_SEED) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const LOOP_MS = Number(process.env.SOAK_MS ?? 30_000);
@@ -121,6 +127,8 @@ const stats = {
   kills: 0,
   midRunChecks: 0,
   restocked: 0,
+  /** Operator top-ups and adjustments sent, each twice with one Idempotency-Key (one entry). */
+  walletWrites: 0,
   /** Answers that made the client retry with the same key. */
   retried: {} as Record<string, number>,
   responses: {} as Record<string, number>,
@@ -331,6 +339,33 @@ async function createMerchant(
   return { name, customerId, keys, callerCodes: [] };
 }
 
+/**
+ * A top-up or a small adjustment (either sign; a refused one is fine), sent twice under one
+ * Idempotency-Key while redeems run: the ledger must show it once (checkInvariants).
+ */
+const walletKeysTaken = new Set<string>();
+async function walletWrite(customerId: number) {
+  const topup = chance(0.5);
+  const path = `/admin/v1/customers/${customerId}/wallet/${topup ? 'topup' : 'adjust'}`;
+  const body = topup
+    ? { mode: 'live', usd: `${1 + int(5)}.25` }
+    : { mode: 'live', usd: `${chance(0.5) ? '-' : ''}0.0${1 + int(9)}`, reason: 'soak correction' };
+  const key = `soak-${Date.now()}-${int(1e9)}`;
+  for (let i = 0; i < 2; i++) {
+    const res = await fetch(`${current().adminUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+      },
+      body: JSON.stringify(body),
+    });
+    if (res.status === 200) walletKeysTaken.add(key);
+  }
+  stats.walletWrites += 1;
+}
+
 async function importStock(customerId: number, category: string, n: number) {
   const r = await adminHttp<{ added: number }>(current(), 'POST', `/admin/v1/customers/${customerId}/stock`, {
     mode: 'live',
@@ -474,6 +509,8 @@ test('soak: random upstream faults and process kills, then every invariant holds
       if (Date.now() < next) continue;
       next = Date.now() + 3000 + int(3000);
       try {
+        // Money moved by an operator while redeems run: the ledger must still equal the balance.
+        await walletWrite(pick(merchants).customerId);
         if (chance(0.5)) {
           const m = pick(merchants);
           await importStock(m.customerId, pick(CATEGORIES), 20);
@@ -551,5 +588,15 @@ test('soak: random upstream faults and process kills, then every invariant holds
   expect(internal).toEqual([]);
   // The soak exercised what it is for.
   expect(stats.kills).toBeGreaterThanOrEqual(2);
+  expect(stats.walletWrites).toBeGreaterThan(0);
+  // A key sent twice wrote one entry at most (each entry's audit row is checked 1:1 against the
+  // ledger), and every key answered 200 wrote one. (A key whose answers a kill lost may have.)
+  const soakEntries = await db!.query<{ key: string; n: number }>(
+    `select details->>'idempotency_key' as key, count(*)::int as n from audit_events
+      where details->>'idempotency_key' like 'soak-%' group by 1`,
+  );
+  expect(soakEntries.rows.filter((r) => r.n !== 1)).toEqual([]);
+  const written = new Set(soakEntries.rows.map((r) => r.key));
+  expect([...walletKeysTaken].filter((k) => !written.has(k))).toEqual([]);
   expect(report.counts.upstreamRedeemed).toBeGreaterThan(0);
 }, 170_000);

@@ -75,6 +75,15 @@ describe('POST /admin/v1/customers/{id}/stock', () => {
       added: 3,
       duplicates: 2,
       rejected: 4,
+      // Which ones and why, by position, never the code (issue 18; test/stock-import-issues.test.ts).
+      issues: [
+        { index: 2, kind: 'duplicate', reason: 'repeats position 0 of this import' },
+        { index: 3, kind: 'rejected', reason: 'not a code: 4 to 64 letters, digits or "-"' },
+        { index: 4, kind: 'rejected', reason: 'not a code: 4 to 64 letters, digits or "-"' },
+        { index: 5, kind: 'duplicate', reason: 'repeats position 1 of this import' },
+        { index: 6, kind: 'rejected', reason: 'not a code: 4 to 64 letters, digits or "-"' },
+        { index: 7, kind: 'rejected', reason: 'not a code: 4 to 64 letters, digits or "-"' },
+      ],
     });
 
     // Already in stock: another customer, the other mode and another category all count as duplicates.

@@ -80,6 +80,8 @@ export async function callAdmin(
   method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   path: string,
   body?: unknown,
+  /** Extra request headers (the wallet writes' Idempotency-Key). */
+  extraHeaders: Record<string, string> = {},
 ): Promise<AdminAnswer> {
   const url = `${target.baseUrl}${path}`;
   let res: Awaited<ReturnType<typeof request>>;
@@ -90,6 +92,7 @@ export async function callAdmin(
         authorization: `Bearer ${target.token}`,
         accept: 'application/json',
         ...(body === undefined ? {} : { 'content-type': 'application/json; charset=utf-8' }),
+        ...extraHeaders,
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       headersTimeout: TIMEOUT_MS,

@@ -1,5 +1,6 @@
 // The admin commands: each turns its arguments into admin API requests and its answer into text.
 // The API does the validation; the CLI only checks what it must to build the JSON.
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 import { describePlan, formatCustomer, formatGeneric, formatLedger } from './admin-format.ts';
@@ -33,6 +34,7 @@ export interface AdminRequest {
   method: Method;
   path: string;
   body?: unknown;
+  headers?: Record<string, string>;
 }
 
 export interface Command {
@@ -52,11 +54,11 @@ export interface Command {
   print(answer: Json, p: Parsed, sent: Json): string[];
 }
 
-const str = (p: Parsed, name: string) => p.values[name] as string | undefined;
-const id = (p: Parsed, i = 0) => encodeURIComponent(p.args[i]!);
-const customerPath = (p: Parsed) => `/admin/v1/customers/${id(p)}`;
+export const str = (p: Parsed, name: string) => p.values[name] as string | undefined;
+export const id = (p: Parsed, i = 0) => encodeURIComponent(p.args[i]!);
+export const customerPath = (p: Parsed) => `/admin/v1/customers/${id(p)}`;
 
-function required(p: Parsed, name: string): string {
+export function required(p: Parsed, name: string): string {
   const v = str(p, name);
   if (v === undefined) throw new UsageError(`--${name} is required`);
   return v;
@@ -81,10 +83,16 @@ const list = (v: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-const MODE = { mode: { type: 'string' } } as const;
+export const MODE = { mode: { type: 'string' } } as const;
+export const IDEMPOTENCY = { 'idempotency-key': { type: 'string' } } as const;
+
+/** The wallet writes' Idempotency-Key (contract 13.3): --idempotency-key, else a new random one. */
+export const idempotencyHeader = (p: Parsed) => ({
+  'idempotency-key': str(p, 'idempotency-key') ?? `cli-${randomUUID()}`,
+});
 
 /** `path?name=value…` from the given options that were set (the API validates them). */
-function withQuery(path: string, p: Parsed, names: Record<string, string>): string {
+export function withQuery(path: string, p: Parsed, names: Record<string, string>): string {
   const query = new URLSearchParams();
   for (const [option, param] of Object.entries(names)) {
     const v = str(p, option);
@@ -95,7 +103,7 @@ function withQuery(path: string, p: Parsed, names: Record<string, string>): stri
 }
 
 /** The lines of a page of a list, and how to ask for the next one. */
-const printPage = (a: Json) => [
+export const printPage = (a: Json) => [
   ...formatGeneric(Object.fromEntries(Object.entries(a).filter(([k]) => k !== 'next_cursor'))),
   ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : []),
 ];
@@ -105,6 +113,9 @@ const printPage = (a: Json) => [
  * in several. Sending the same file again is safe: codes already in stock count as duplicates.
  */
 export const IMPORT_BATCH = 10_000;
+
+/** The file line numbers of the codes of the `stock import` being run (one command per process). */
+let importLines: number[] = [];
 
 export const COMMANDS: Command[] = [
   {
@@ -243,14 +254,14 @@ export const COMMANDS: Command[] = [
   {
     name: 'wallet topup',
     args: ['ID'],
-    synopsis: '--mode test|live --usd X [--note N]',
-    summary: "add USD to the customer's wallet of one mode",
-    options: { ...MODE, usd: { type: 'string' }, note: { type: 'string' } },
+    synopsis: '--mode test|live --usd X [--note N] [--idempotency-key K]',
+    summary: "add USD to the customer's wallet of one mode (a retry with the same key adds it once)",
+    options: { ...MODE, usd: { type: 'string' }, note: { type: 'string' }, ...IDEMPOTENCY },
     request: async (p) => {
       const body: Json = { mode: required(p, 'mode'), usd: required(p, 'usd') };
       const note = str(p, 'note');
       if (note !== undefined) body.note = note;
-      return { method: 'POST', path: `${customerPath(p)}/wallet/topup`, body };
+      return { method: 'POST', path: `${customerPath(p)}/wallet/topup`, body, headers: idempotencyHeader(p) };
     },
     print: (a, p) => [
       `topped up ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}; balance ${a.balance_usd} USD`,
@@ -359,7 +370,10 @@ export const COMMANDS: Command[] = [
       const text = file === undefined ? await readAll(io.stdin) : readCodeFile(file);
       // Blank lines are layout, not codes; everything else goes to the API, which trims, checks
       // the format and counts duplicates. Codes are never echoed: they are bearer value.
-      const codes = text.split(/\r?\n/).filter((line) => line.trim() !== '');
+      const lines = text.split(/\r?\n/);
+      const codes = lines.filter((line) => line.trim() !== '');
+      // The file's line number of each code sent, to name the lines the API reports.
+      importLines = lines.flatMap((line, i) => (line.trim() === '' ? [] : [i + 1]));
       const batches: AdminRequest[] = [];
       for (let i = 0; i === 0 || i < codes.length; i += IMPORT_BATCH) {
         const batch = codes.slice(i, i + IMPORT_BATCH);
@@ -372,7 +386,16 @@ export const COMMANDS: Command[] = [
       return batches;
     },
     combine: (answers) => {
-      if (answers.length === 1) return answers[0]!;
+      // Each issue's position in its batch becomes the file line of that code.
+      const issues = answers.flatMap((a, b) =>
+        ((a.issues as Json[] | undefined) ?? []).map((x) => ({
+          ...x,
+          line: importLines[b * IMPORT_BATCH + Number(x.index)],
+        })),
+      );
+      // An API without the issues list (an older server) gets none added.
+      const withIssues = answers.some((a) => 'issues' in a) ? { issues } : {};
+      if (answers.length === 1) return { ...answers[0]!, ...withIssues };
       const sum = (field: string) => answers.reduce((n, a) => n + Number(a[field] ?? 0), 0);
       return {
         ok: true,
@@ -381,14 +404,17 @@ export const COMMANDS: Command[] = [
         added: sum('added'),
         duplicates: sum('duplicates'),
         rejected: sum('rejected'),
+        ...withIssues,
       };
     },
     print: (a) => [
       `stock import: ${a.added} added, ${a.duplicates} duplicates, ${a.rejected} rejected`,
+      ...((a.issues as Json[] | undefined) ?? []).map((x) => `  line ${x.line}: ${x.kind}, ${x.reason}`),
       ...formatGeneric(
         Object.fromEntries(
           Object.entries(a).filter(
-            ([k]) => !['ok', 'request_id', 'request_ids', 'added', 'duplicates', 'rejected'].includes(k),
+            ([k]) =>
+              !['ok', 'request_id', 'request_ids', 'added', 'duplicates', 'rejected', 'issues'].includes(k),
           ),
         ),
         '  ',

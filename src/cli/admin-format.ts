@@ -136,9 +136,10 @@ export function formatLedger(a: Json): string[] {
     String(e.kind),
     String(e.amount_usd),
     String(e.balance_after_usd),
+    String(e.actor ?? 'system'),
     [e.note, e.reference].filter(Boolean).join(' '),
   ]);
-  return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'note'], rows)];
+  return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'actor', 'note'], rows)];
 }
 
 export function table(header: string[], rows: string[][]): string[] {

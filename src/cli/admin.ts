@@ -6,14 +6,33 @@ import { AdminClientError, callAdmin, resolveTarget } from './admin-client.ts';
 import {
   type AdminIo,
   type AdminRequest,
-  COMMANDS,
+  COMMANDS as BASE_COMMANDS,
   type Json,
   type Parsed,
   UsageError,
 } from './admin-commands.ts';
+import { OPERATOR_COMMANDS } from './admin-operator-commands.ts';
 import { printableJson, printableLine, printableLines } from './printable.ts';
 
 export type { AdminIo } from './admin-commands.ts';
+
+const COMMANDS = [...BASE_COMMANDS, ...OPERATOR_COMMANDS];
+
+/**
+ * `--usd -5` as `--usd=-5`: parseArgs takes a value starting with `-` for an option, and would
+ * refuse the command line instead of sending the amount for the API to judge.
+ */
+export function joinNegativeValues(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const next = args[i + 1];
+    if (/^--[a-z-]+$/.test(args[i]!) && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${args[i]}=${next}`);
+      i++;
+    } else out.push(args[i]!);
+  }
+  return out;
+}
 
 /** Exit codes: 0 done, 1 the API refused or could not be reached, 2 the command line is wrong. */
 export const EXIT_API_ERROR = 1;
@@ -40,14 +59,22 @@ standard error. Exit codes: 0 done, 1 refused by the API or API not reachable, 2
 Environment (defaults in brackets):
   ADMIN_URL                admin API address [http://ADMIN_HOST:ADMIN_PORT]
   ADMIN_HOST, ADMIN_PORT   used when ADMIN_URL is unset [127.0.0.1, 8081]
-  ADMIN_TOKEN              operator token [read from DATA_DIR/admin-token]
+  ADMIN_TOKEN              operator token: root's ADMIN_TOKEN or an operator's adm_… token
+                           [read from DATA_DIR/admin-token]
   DATA_DIR                 the server's data directory, for the token file [./data]
 `;
 }
 
+/** `admin audit [options]` is `admin audit list [options]` (a thing whose only verb is a list). */
+function withVerb(argv: string[]): string[] {
+  const [thing, next] = argv;
+  const bare = thing === 'audit' && (next === undefined || next.startsWith('-'));
+  return bare ? [thing, 'list', ...argv.slice(1)] : argv;
+}
+
 /** Parses and runs one admin command; returns the exit code. */
 export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
-  const [thing, verb, ...rest] = argv;
+  const [thing, verb, ...rest] = withVerb(argv);
   if (thing === undefined || ['help', '--help', '-h'].includes(thing)) {
     io.stdout(adminHelp());
     return 0;
@@ -76,7 +103,7 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
   let requests: AdminRequest[];
   try {
     const { values, positionals } = parseArgs({
-      args: rest,
+      args: joinNegativeValues(rest),
       options: { ...command.options, json: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,
@@ -111,7 +138,7 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
   try {
     const target = resolveTarget(io.env);
     for (const req of requests) {
-      const answer = await callAdmin(target, req.method, req.path, req.body);
+      const answer = await callAdmin(target, req.method, req.path, req.body, req.headers);
       if (answer.status >= 400 || answer.body.ok === false) {
         if (json) io.stdout(`${printableJson(JSON.stringify(answer.body))}\n`);
         const code = answer.body.error_code ?? `http_${answer.status}`;

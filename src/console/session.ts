@@ -1,4 +1,4 @@
-// Console sessions: signing in with the admin token gives the browser a random session id in an
+// Console sessions: signing in with an operator's token (contract 13.1) gives the browser a random session id in an
 // HttpOnly, SameSite=Strict cookie; the token itself never reaches the cookie or page storage.
 // Sessions live in this process's memory: signing out or a restart ends them, and a session
 // found on one process is unknown to another (the admin listener is the operator's, on loopback).
@@ -18,38 +18,44 @@ const MAX_SESSIONS = 200;
  */
 export const CONSOLE_HEADER = 'x-console';
 
+/** A live session: when it ends and which operator signed in (the console acts as that operator). */
+export interface Session {
+  expiresAt: Date;
+  operatorId: string;
+}
+
 export interface SessionStore {
-  create(): { id: string; expiresAt: Date };
-  /** The session's expiry, or null when the id is unknown or expired. */
-  check(id: string): Date | null;
+  create(operatorId: string): { id: string; expiresAt: Date };
+  /** The session, or null when the id is unknown or expired. */
+  check(id: string): Session | null;
   destroy(id: string): void;
 }
 
 export function createSessionStore(clock: Clock, ttlMs = SESSION_TTL_MS): SessionStore {
   // Keyed by the id's digest, so a lookup does not compare secrets byte by byte.
-  const sessions = new Map<string, number>();
+  const sessions = new Map<string, Session>();
   const key = (id: string) => sha256Hex(id);
   const sweep = () => {
     const now = clock.now().getTime();
-    for (const [k, expires] of sessions) if (expires <= now) sessions.delete(k);
+    for (const [k, s] of sessions) if (s.expiresAt.getTime() <= now) sessions.delete(k);
   };
   return {
-    create() {
+    create(operatorId) {
       sweep();
       while (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
       const id = randomBytes(32).toString('base64url');
       const expiresAt = new Date(clock.now().getTime() + ttlMs);
-      sessions.set(key(id), expiresAt.getTime());
+      sessions.set(key(id), { expiresAt, operatorId });
       return { id, expiresAt };
     },
     check(id) {
-      const expires = sessions.get(key(id));
-      if (expires === undefined) return null;
-      if (expires <= clock.now().getTime()) {
+      const session = sessions.get(key(id));
+      if (session === undefined) return null;
+      if (session.expiresAt.getTime() <= clock.now().getTime()) {
         sessions.delete(key(id));
         return null;
       }
-      return new Date(expires);
+      return session;
     },
     destroy(id) {
       sessions.delete(key(id));
@@ -75,11 +81,12 @@ export function sameOriginRequest(request: FastifyRequest): boolean {
 }
 
 /**
- * Whether the console session cookie authenticates this request: a live session, and for
- * anything but GET and HEAD a request from the console's own pages.
+ * The session the console cookie authenticates this request with: a live session, and for
+ * anything but GET and HEAD a request from the console's own pages; else null.
  */
-export function sessionAuthorizes(request: FastifyRequest, sessions: SessionStore): boolean {
+export function sessionAuthorizes(request: FastifyRequest, sessions: SessionStore): Session | null {
   const id = cookieValue(request.headers.cookie, SESSION_COOKIE);
-  if (!id || !sessions.check(id)) return false;
-  return request.method === 'GET' || request.method === 'HEAD' || sameOriginRequest(request);
+  const session = id ? sessions.check(id) : null;
+  if (!session) return null;
+  return request.method === 'GET' || request.method === 'HEAD' || sameOriginRequest(request) ? session : null;
 }

@@ -1,10 +1,9 @@
-// The admin API: a second listener for the operator, authenticated with ADMIN_TOKEN.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { createSessionStore, type SessionStore, sessionAuthorizes } from '../console/session.ts';
-import { ApiError } from '../core/errors.ts';
+// The admin API: a second listener for the operators (ADMIN_TOKEN is `root`; contract 13.1).
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createSessionStore, type SessionStore } from '../console/session.ts';
 import { newRequestId } from '../core/ids.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
-import { bearerToken, sameSecret } from './auth.ts';
+import { installAdminDoor } from './admin-door.ts';
 import type { ServerContext } from './context.ts';
 import {
   ADMIN_BODY_LIMIT,
@@ -13,17 +12,6 @@ import {
   installPlumbing,
   serverTimeouts,
 } from './plumbing.ts';
-
-/**
- * The operator is either the bearer of ADMIN_TOKEN or a signed-in console session (its cookie,
- * plus the console's header on requests that change something: src/console/session.ts).
- */
-function isOperator(request: FastifyRequest, adminToken: string, sessions: SessionStore): boolean {
-  if (request.routeOptions.config.consolePublic) return true;
-  const token = bearerToken(request.headers.authorization);
-  if (token) return sameSecret(token, adminToken);
-  return request.headers.authorization === undefined && sessionAuthorizes(request, sessions);
-}
 
 /** Registers the admin routes (src/routes/admin/index.ts): the console's routes need its sessions. */
 export type AdminRoutes = (app: FastifyInstance, ctx: ServerContext, sessions: SessionStore) => void;
@@ -35,6 +23,9 @@ export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Pr
     requestIdHeader: false,
     // Stock imports carry many codes; the operator is trusted with larger bodies than merchants.
     bodyLimit: ADMIN_BODY_LIMIT,
+    // The client address of the audit log and the lockout, and X-Forwarded-Proto for the
+    // console cookie's Secure flag, are believed only from TRUST_PROXY (as on the public API).
+    trustProxy: ctx.config.TRUST_PROXY.length > 0 ? [...ctx.config.TRUST_PROXY] : false,
     ...serverTimeouts(ctx.config.REQUEST_TIMEOUT_MS),
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(),
@@ -44,12 +35,10 @@ export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Pr
   installHttpMetrics(app, ctx.metrics, 'admin');
   const sessions = createSessionStore(ctx.clock);
 
-  app.addHook('onRequest', async (request) => {
-    if (request.is404 || (request.routeOptions.config as { methodNotAllowed?: boolean }).methodNotAllowed)
-      return;
-    if (!isOperator(request, ctx.adminToken, sessions))
-      throw new ApiError('unauthorized', 'missing or wrong admin token');
-  });
+  // Host, lockout, operator and role (src/http/admin-door.ts): the operator is the bearer of an
+  // operator token or a signed-in console session (its cookie, plus the console's header on
+  // requests that change something: src/console/session.ts).
+  installAdminDoor(app, ctx, sessions);
 
   routes(app, ctx, sessions);
   app.addMethodNotAllowedRoutes();

@@ -123,7 +123,9 @@ export function requestKeyFacts(request: FastifyRequest): KeyFacts {
  * deleted; a row gone all the same is no key). Every such route calls this one helper; it returns
  * what the statement found, with the key.
  */
-export function acceptKeyCheckedInStatement<F extends { revokedAt: Date | null; state: AccountState }>(
+export function acceptKeyCheckedInStatement<
+  F extends { revokedAt: Date | null; expiresAt?: Date | null; state: AccountState },
+>(
   request: FastifyRequest,
   reply: FastifyReply,
   found: F | null,
@@ -131,8 +133,11 @@ export function acceptKeyCheckedInStatement<F extends { revokedAt: Date | null; 
   clock: Clock,
 ): F & { key: KeyRecord } {
   if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
+  const facts = requestKeyFacts(request);
   const key = {
-    ...requestKeyFacts(request),
+    ...facts,
+    // Read again by the statement: a reroll (contract 13.4) moves a cached key's expiry.
+    expiresAt: found.expiresAt === undefined ? facts.expiresAt : found.expiresAt,
     revokedAt: found.revokedAt,
     customerDisabled: found.state.disabled,
   };

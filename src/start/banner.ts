@@ -34,7 +34,8 @@ export function announce(a: {
     lines.push(
       '',
       'The demo key was printed when this database was created. A new one:',
-      '  npm run cli -- admin keys create 1 --mode test',
+      // The admin address and data directory this server uses, so the command reaches it as is.
+      `  ADMIN_URL=${a.adminUrl} DATA_DIR=${a.dataDir} npm run cli -- admin keys create 1 --mode test`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n\n`);

@@ -104,10 +104,14 @@ export async function adminCall<T = Record<string, unknown>>(
   payload?: unknown,
   expectStatus = method === 'POST' && /\/(customers|keys)$/.test(url) ? 201 : 200,
 ): Promise<T> {
+  // Wallet writes need an Idempotency-Key (contract 13.3); a fixture's top-up is a new one each time.
+  const idempotency = /\/wallet\/(topup|adjust)$/.test(url)
+    ? { 'idempotency-key': `fixture-${Math.random().toString(36).slice(2)}` }
+    : {};
   const res = await t.admin.inject({
     method,
     url,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...idempotency },
     ...(payload === undefined ? {} : { payload: payload as object }),
   });
   if (res.statusCode !== expectStatus) {

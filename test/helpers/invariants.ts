@@ -273,12 +273,25 @@ export async function checkInvariants(
       balanceAfter: number;
       kind: string;
       reference: string | null;
+      actor: string;
+      requestId: string | null;
     }>(
       `select id, customer_id as "customerId", mode, amount_micros as amount, balance_after_micros as "balanceAfter",
-              kind, reference
+              kind, reference, actor, request_id as "requestId"
          from wallet_ledger order by id`,
     )
   ).rows;
+  // An operator's top-up or adjustment has exactly one audit row, of its request (contract 13.2).
+  const audited = new Map<string, number>();
+  for (const a of (
+    await db.query<{ action: string; target: string; requestId: string }>(
+      `select action, target, request_id as "requestId" from audit_events
+        where action in ('wallet.topup', 'wallet.adjust')`,
+    )
+  ).rows) {
+    const k = `${a.action}/${a.target}/${a.requestId}`;
+    audited.set(k, (audited.get(k) ?? 0) + 1);
+  }
   const running = new Map<string, number>();
   const chargesOf = new Map<string, number>();
   for (const e of ledger) {
@@ -287,8 +300,16 @@ export async function checkInvariants(
     running.set(k, sum);
     if (e.balanceAfter !== sum)
       v(`ledger ${e.id} of ${k}: balance_after ${e.balanceAfter}, entries up to it sum to ${sum}`);
-    if (e.kind === 'topup') {
-      if (e.amount <= 0) v(`ledger ${e.id}: top-up of ${e.amount}`);
+    if (e.kind === 'topup' || e.kind === 'adjustment') {
+      if (e.kind === 'topup' ? e.amount <= 0 : e.amount === 0) v(`ledger ${e.id}: ${e.kind} of ${e.amount}`);
+      if (e.actor !== 'system' || e.kind === 'adjustment') {
+        const action = e.kind === 'topup' ? 'wallet.topup' : 'wallet.adjust';
+        const n = audited.get(`${action}/${e.id}/${e.requestId}`) ?? 0;
+        if (n !== 1) v(`ledger ${e.id}: ${e.kind} by ${e.actor} has ${n} audit rows of its request`);
+      }
+      // An adjustment never takes a wallet below zero (contract 13.3).
+      if (e.kind === 'adjustment' && e.amount < 0 && e.balanceAfter < 0)
+        v(`ledger ${e.id}: an adjustment left the balance at ${e.balanceAfter}`);
     } else if (e.kind === 'charge') {
       const j = e.reference ? jobById.get(e.reference) : undefined;
       if (!j) v(`ledger ${e.id}: a charge for ${e.reference}, which is no job`);

@@ -1,6 +1,7 @@
 // Real server processes for crash and multi-process tests: `node bin/redeem-gateway.js serve`
 // on free ports, on the PGlite directory given or on DATABASE_URL, killed with real signals.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -182,7 +183,12 @@ export async function adminHttp<T = Record<string, unknown>>(
 ): Promise<T> {
   const res = await fetch(`${server.adminUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
+      'content-type': 'application/json',
+      // Wallet writes need an Idempotency-Key (contract 13.3); a fixture's is new each time.
+      ...(/\/wallet\/(topup|adjust)$/.test(path) ? { 'idempotency-key': `fixture-${randomUUID()}` } : {}),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const json = (await res.json()) as T;

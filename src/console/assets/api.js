@@ -15,11 +15,15 @@ export const whenSignedOut = (fn) => {
   onSignedOut = fn;
 };
 
-export async function api(method, path, body) {
+export async function api(method, path, body, headers = {}) {
   const res = await fetch(path, {
     method,
     credentials: 'same-origin',
-    headers: { 'X-Console': '1', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: {
+      'X-Console': '1',
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      ...headers,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = await res.json().catch(() => null);

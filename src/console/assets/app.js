@@ -2,8 +2,10 @@
 // Each page is a module exporting render(main, params); pages only talk to the admin API.
 import { session, signIn, signOut, whenSignedOut } from './api.js';
 import { h, put, statusLine } from './dom.js';
+import * as audit from './page-audit.js';
 import * as customers from './page-customers.js';
 import * as jobs from './page-jobs.js';
+import * as operators from './page-operators.js';
 import * as overview from './page-overview.js';
 import * as quarantine from './page-quarantine.js';
 
@@ -16,6 +18,8 @@ const ROUTES = [
   [/^#\/jobs$/, jobs.renderList, 'jobs'],
   [/^#\/jobs\/(job_[A-Za-z0-9_-]+)$/, jobs.renderDetail, 'jobs'],
   [/^#\/quarantine$/, quarantine.render, 'quarantine'],
+  [/^#\/audit$/, audit.render, 'audit'],
+  [/^#\/operators$/, operators.render, 'operators'],
 ];
 
 function showSignIn(message) {
@@ -38,18 +42,18 @@ function showSignIn(message) {
           input.value = '';
           start();
         } catch (err) {
-          status.error(err.status === 401 ? { message: 'Wrong admin token.' } : err);
+          status.error(err.status === 401 ? { message: 'Wrong token.' } : err);
         }
       },
     },
     h('h1', 'Redeem Gateway console'),
-    h('label', { for: 'token' }, 'Admin token'),
+    h('label', { for: 'token' }, 'Operator token'),
     input,
     h('button', { type: 'submit' }, 'Sign in'),
     status.el,
     h(
       'p.muted',
-      'The token is in DATA_DIR/admin-token or ADMIN_TOKEN. It is sent once; the browser keeps only a session cookie.',
+      'Your operator token (root: DATA_DIR/admin-token or ADMIN_TOKEN). It is sent once; the browser keeps only a session cookie.',
     ),
   );
   put(app, form);
@@ -59,14 +63,17 @@ function showSignIn(message) {
 let main;
 let nav;
 
-function layout() {
+function layout(operator) {
   main = h('main');
+  // A viewer's page hides every write control (console.css); the API refuses them anyway.
+  document.body.dataset.role = operator.role;
   nav = h(
     'nav',
     h('strong', 'Redeem Gateway'),
-    ['overview', 'customers', 'jobs', 'quarantine'].map((p) =>
+    ['overview', 'customers', 'jobs', 'quarantine', 'audit', 'operators'].map((p) =>
       h('a', { href: `#/${p}`, 'data-nav': p }, p[0].toUpperCase() + p.slice(1)),
     ),
+    h('span.who', { 'data-operator': operator.name }, `${operator.name} (${operator.role})`),
     h(
       'button.link',
       {
@@ -104,7 +111,7 @@ async function route() {
 async function start() {
   const s = await session().catch(() => ({ signed_in: false }));
   if (!s.signed_in) return showSignIn();
-  layout();
+  layout(s.operator);
   route();
 }
 

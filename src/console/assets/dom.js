@@ -14,15 +14,43 @@ export function h(tag, attrs, ...children) {
     children.unshift(attrs);
     attrs = null;
   }
-  for (const [k, v] of Object.entries(attrs ?? {})) {
+  const { confirm: ask, write, ...rest } = attrs ?? {};
+  // A change the viewer may not make: hidden for a viewer (console.css), refused by the API anyway.
+  if (write) el.setAttribute('data-write', '');
+  for (const [k, v] of Object.entries(rest)) {
     if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    if (k === 'onclick' || k === 'onsubmit') el.addEventListener(k.slice(2), guarded(el, v, ask));
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'value') el.value = v;
     else if (k === 'checked') el.checked = Boolean(v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
   append(el, children);
   return el;
+}
+
+/**
+ * A click or submit handler that asks first when `ask` is given (a text, or a function of the
+ * event giving one; contract 13.3: money, revoke, reroll, settle) and cannot run twice at once:
+ * while it runs, the element (a form: its submit buttons) is disabled and further events dropped,
+ * so a double click sends one request.
+ */
+function guarded(el, handler, ask) {
+  let busy = false;
+  return async (e) => {
+    if (busy) return e.preventDefault();
+    const question = typeof ask === 'function' ? ask(e) : ask;
+    if (question && !window.confirm(question)) return e.preventDefault();
+    busy = true;
+    const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button[type=submit]')] : [el];
+    for (const b of buttons) b.disabled = true;
+    try {
+      return await handler(e);
+    } finally {
+      busy = false;
+      for (const b of buttons) if (b.isConnected) b.disabled = false;
+    }
+  };
 }
 
 function append(el, children) {

@@ -5,6 +5,7 @@ import { api, qs } from './api.js';
 import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, usd, when } from './dom.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
+import { ledgerSection, walletSection } from './page-wallet.js';
 
 /** Codes per import request, at most (the admin API's limit). */
 const IMPORT_BATCH = 10_000;
@@ -44,6 +45,8 @@ export async function renderList(main) {
   const create = h(
     'form.inline',
     {
+      'data-form': 'create-customer',
+      write: true,
       onsubmit: async (e) => {
         e.preventDefault();
         try {
@@ -146,10 +149,10 @@ export async function renderDetail(main, id, flash) {
           ]),
         ),
       ),
-      walletSection(c, base, reload),
+      walletSection(c, base, reload, id),
     ),
     keysSection(c, id),
-    ledgerSection(base),
+    ledgerSection(c, base),
     stockSection(c, base, reload),
     await usageSection(id),
     statement,
@@ -161,10 +164,24 @@ export async function renderDetail(main, id, flash) {
 function keysSection(c, id) {
   const status = statusLine();
   const secret = h('div.secret', { hidden: true });
+  // A new key (issued or rerolled) is shown once, here; the list shows only prefixes.
+  const onSecret = async (r, note = '') => {
+    put(
+      secret,
+      h('strong', 'New key (shown only this once, copy it now): '),
+      h('code', { 'data-secret': 'key' }, r.key),
+      ' ',
+      h('button', { type: 'button', onclick: () => navigator.clipboard?.writeText(r.key) }, 'Copy'),
+      note ? h('span.muted', ` ${note}`) : null,
+    );
+    secret.hidden = false;
+    put(keyList, keyTable(await api('GET', `/admin/v1/customers/${id}`), status, onSecret));
+  };
   const form = h(
     'form.inline',
     {
       'data-form': 'issue-key',
+      write: true,
       onsubmit: async (e) => {
         e.preventDefault();
         const v = formValues(form);
@@ -179,16 +196,7 @@ function keysSection(c, id) {
             expires_at: v.expires_at ? `${v.expires_at}T00:00:00Z` : null,
             label: v.label,
           });
-          // Shown once, here; the list below shows only the prefix from now on.
-          put(
-            secret,
-            h('strong', 'New key (shown only this once, copy it now): '),
-            h('code', { 'data-secret': 'key' }, r.key),
-            ' ',
-            h('button', { type: 'button', onclick: () => navigator.clipboard?.writeText(r.key) }, 'Copy'),
-          );
-          secret.hidden = false;
-          put(keyList, keyTable(await api('GET', `/admin/v1/customers/${id}`), status));
+          await onSecret(r);
         } catch (err) {
           status.error(err);
         }
@@ -211,11 +219,11 @@ function keysSection(c, id) {
     h('label', 'expires ', h('input', { type: 'date', name: 'expires_at' })),
     h('button', { type: 'submit' }, 'Issue key'),
   );
-  const keyList = h('div', keyTable(c, status));
+  const keyList = h('div', keyTable(c, status, onSecret));
   return h('section', h('h3', 'API keys'), form, secret, status.el, keyList);
 }
 
-function keyTable(c, status) {
+function keyTable(c, status, onSecret) {
   const revoke = (k) => async (e) => {
     e.target.disabled = true;
     try {
@@ -227,6 +235,22 @@ function keyTable(c, status) {
     } catch (err) {
       status.error(err);
       e.target.disabled = false;
+    }
+  };
+  // The grace is asked for in a dialog: cancelling it is the confirmation's "no".
+  const reroll = (k) => async () => {
+    const grace = window.prompt(
+      `Reroll the key ${k.key_prefix}…: a new key is shown once. Seconds the old key keeps working:`,
+      '86400',
+    );
+    if (grace === null) return;
+    try {
+      const r = await api('POST', `/admin/v1/keys/${encodeURIComponent(k.key_id)}/reroll`, {
+        grace_seconds: Number(grace),
+      });
+      onSecret(r, `The old key works until ${when(r.old_key_expires_at)}.`);
+    } catch (err) {
+      status.error(err);
     }
   };
   return table(
@@ -244,130 +268,28 @@ function keyTable(c, status) {
         (k) =>
           k.revoked_at
             ? ''
-            : h('button', { type: 'button', 'data-revoke': k.key_id, onclick: revoke(k) }, 'Revoke'),
+            : [
+                h(
+                  'button',
+                  {
+                    type: 'button',
+                    'data-revoke': k.key_id,
+                    write: true,
+                    confirm: `Revoke the key ${k.key_prefix}…? It answers 401 revoked from then on.`,
+                    onclick: revoke(k),
+                  },
+                  'Revoke',
+                ),
+                h(
+                  'button',
+                  { type: 'button', 'data-reroll': k.key_id, write: true, onclick: reroll(k) },
+                  'Reroll',
+                ),
+              ],
       ],
     ],
     c.keys,
     { 'data-table': 'keys' },
-  );
-}
-
-function walletSection(c, base, reload) {
-  const status = statusLine();
-  const form = h(
-    'form.inline',
-    {
-      'data-form': 'topup',
-      onsubmit: async (e) => {
-        e.preventDefault();
-        const v = formValues(form);
-        try {
-          const r = await api('POST', `${base}/wallet/topup`, {
-            mode: v.mode,
-            usd: v.usd.trim(),
-            note: v.note,
-          });
-          await reload(`Topped up ${usd(v.usd.trim())}: the ${r.mode} balance is ${usd(r.balance_usd)}.`);
-        } catch (err) {
-          status.error(err);
-        }
-      },
-    },
-    h(
-      'select',
-      { name: 'mode', 'aria-label': 'wallet mode' },
-      h('option', { value: 'live' }, 'live'),
-      h('option', { value: 'test' }, 'test'),
-    ),
-    h('input', {
-      name: 'usd',
-      placeholder: 'USD',
-      inputmode: 'decimal',
-      required: true,
-      'aria-label': 'top-up amount in USD',
-    }),
-    h('input', { name: 'note', placeholder: 'note', 'aria-label': 'top-up note' }),
-    h('button', { type: 'submit' }, 'Top up'),
-  );
-  return h(
-    'section',
-    h('h3', 'Wallets'),
-    table(
-      [
-        ['Mode', ([m]) => m],
-        ['Balance', ([m, w]) => h('span', { 'data-balance': m }, usd(w.balance_usd))],
-        ['Held', ([, w]) => usd(w.held_usd)],
-        ['Spendable', ([, w]) => usd(w.spendable_usd)],
-      ],
-      Object.entries(c.wallets),
-      { 'data-table': 'wallets' },
-    ),
-    form,
-    status.el,
-  );
-}
-
-function ledgerSection(base) {
-  const status = statusLine();
-  const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'Older entries');
-  let cursor = null;
-  let mode = 'live';
-  const load = async () => {
-    try {
-      const page = await api('GET', `${base}/ledger${qs({ mode, cursor, limit: 20 })}`);
-      for (const e of page.entries)
-        tbody.append(
-          h(
-            'tr',
-            h('td', when(e.created_at)),
-            h('td', e.kind),
-            h('td.num', usd(e.amount_usd)),
-            h('td.num', usd(e.balance_after_usd)),
-            h('td', e.note),
-            h('td', e.reference ?? ''),
-          ),
-        );
-      if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 6 }, 'no entries')));
-      cursor = page.next_cursor;
-      more.hidden = !cursor;
-    } catch (err) {
-      status.error(err);
-    }
-  };
-  more.addEventListener('click', load);
-  const select = h(
-    'select',
-    {
-      'aria-label': 'ledger mode',
-      onchange: (e) => {
-        mode = e.target.value;
-        cursor = null;
-        tbody.replaceChildren();
-        load();
-      },
-    },
-    h('option', { value: 'live' }, 'live'),
-    h('option', { value: 'test' }, 'test'),
-  );
-  load();
-  return h(
-    'section',
-    h('h3', 'Wallet ledger ', select),
-    status.el,
-    h(
-      'table',
-      { 'data-table': 'ledger' },
-      h(
-        'thead',
-        h(
-          'tr',
-          ['When', 'Kind', 'Amount', 'Balance after', 'Note', 'Reference'].map((t) => h('th', t)),
-        ),
-      ),
-      tbody,
-    ),
-    more,
   );
 }
 
@@ -378,6 +300,7 @@ function stockSection(c, base, reload) {
     'form.inline',
     {
       'data-form': 'import',
+      write: true,
       onsubmit: async (e) => {
         e.preventDefault();
         const v = formValues(form);

@@ -35,13 +35,9 @@ export async function render(main) {
           [
             'Settle',
             (c) => [
-              h('button', { type: 'button', 'data-settle': 'used', onclick: settle(c, 'used') }, 'Used'),
+              settleButton(c, 'used', settle, 'Used'),
               ' ',
-              h(
-                'button',
-                { type: 'button', 'data-settle': 'unused', onclick: settle(c, 'unused') },
-                'Unused',
-              ),
+              settleButton(c, 'unused', settle, 'Unused'),
             ],
           ],
         ],
@@ -54,6 +50,7 @@ export async function render(main) {
     'button',
     {
       type: 'button',
+      write: true,
       onclick: async () => {
         check.disabled = true;
         try {
@@ -81,3 +78,18 @@ export async function render(main) {
   );
   await load();
 }
+
+const settleButton = (c, outcome, settle, label) =>
+  h(
+    'button',
+    {
+      type: 'button',
+      'data-settle': outcome,
+      write: true,
+      confirm: `Settle ${last4(c.code_last4)} of ${c.job_id} as ${outcome}? ${
+        outcome === 'used' ? 'One request is billed as code_used.' : 'A stock code goes back to stock.'
+      }`,
+      onclick: settle(c, outcome),
+    },
+    label,
+  );

@@ -106,7 +106,7 @@ export async function loadAccountState(
   return row ? accountStateFrom(customerId, row) : null;
 }
 
-const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", a.*
+const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", a.*
        from api_keys k
        cross join lateral account_row(k.customer_id, k.mode, $2::date) a
       where k.id = $1`;
@@ -120,14 +120,17 @@ export async function loadKeyAccountState(
   q: Queryable,
   key: { id: string; customerId: number },
   day: string,
-): Promise<{ revokedAt: Date | null; state: AccountState } | null> {
-  const r = await q.query<AccountRow & { revokedAt: Date | null }>(
+): Promise<{ revokedAt: Date | null; expiresAt: Date | null; state: AccountState } | null> {
+  const r = await q.query<AccountRow & { revokedAt: Date | null; expiresAt: Date | null }>(
     LOAD_KEY_ACCOUNT_SQL,
     [key.id, day],
     'key_account_state',
   );
   const row = r.rows[0];
-  return row ? { revokedAt: row.revokedAt, state: accountStateFrom(key.customerId, row) } : null;
+  // The expiry is read again too: a reroll (contract 13.4) moves it after a process cached the key.
+  return row
+    ? { revokedAt: row.revokedAt, expiresAt: row.expiresAt, state: accountStateFrom(key.customerId, row) }
+    : null;
 }
 
 export function accountStateFrom(customerId: number, row: AccountRow): AccountState {

@@ -75,9 +75,11 @@ export async function ledgerPage(
     note: string;
     reference: string | null;
     createdAt: Date;
+    actor: string;
+    requestId: string | null;
   }>(
     `select id, amount_micros as "amountMicros", balance_after_micros as "balanceAfterMicros", kind, note,
-            reference, created_at as "createdAt"
+            reference, created_at as "createdAt", actor, request_id as "requestId"
        from wallet_ledger
       where customer_id = $1 and mode = $2 and ($3::bigint is null or id < $3)
       order by id desc limit $4`,
@@ -85,13 +87,18 @@ export async function ledgerPage(
   );
   const rows = r.rows.slice(0, opts.limit);
   return {
+    // entry_id, actor, request_id and at are contract 13.3's; id and created_at the older names.
     entries: rows.map((e) => ({
+      entry_id: e.id,
       id: e.id,
       kind: e.kind,
       amount_usd: usdNumber(e.amountMicros),
       balance_after_usd: usdNumber(e.balanceAfterMicros),
+      actor: e.actor,
+      request_id: e.requestId,
       note: e.note,
       reference: e.reference,
+      at: isoUtc(e.createdAt),
       created_at: isoUtc(e.createdAt),
     })),
     next_cursor: r.rows.length > opts.limit ? encodeCursor([rows.at(-1)!.id]) : null,

@@ -9,6 +9,8 @@ import type { Mode } from '../accounts/accounts.ts';
 import { isoUtc } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
 
 /** A first check waits this long after the attempt: a slow upstream may still be working on it. */
 export const FIRST_CHECK_AFTER_MS = 60_000;
@@ -70,12 +72,30 @@ export async function settleQuarantined(
   ref: { jobId: string; position: number },
   settlement: Settlement,
   by: 'check' | 'operator',
+  /** The operator who settled it by hand: the audit row is written in the settlement's transaction. */
+  actor?: Actor,
 ): Promise<boolean> {
-  const r = await deps.db.query<{ settled: { mode: Mode; wallet_micros: number } | null }>(
-    'select quarantine_settle($1, $2, $3, $4, $5) as settled',
-    [ref.jobId, ref.position, settlement, by, deps.clock.now()],
-  );
-  const settled = r.rows[0]!.settled;
+  const { clock } = deps;
+  const settled = await deps.db.transaction(async (tx) => {
+    const r = await tx.query<{ settled: { customer_id: number; mode: Mode; wallet_micros: number } | null }>(
+      'select quarantine_settle($1, $2, $3, $4, $5) as settled',
+      [ref.jobId, ref.position, settlement, by, clock.now()],
+    );
+    const done = r.rows[0]!.settled;
+    if (done && actor)
+      await recordAudit(
+        tx,
+        actor,
+        {
+          action: 'quarantine.settle',
+          customerId: done.customer_id,
+          target: ref.jobId,
+          details: { job_id: ref.jobId, position: ref.position, mode: done.mode, outcome: settlement },
+        },
+        clock,
+      );
+    return done;
+  });
   // Counted after the commit: a rolled-back settlement counts nothing.
   if (settled)
     deps.metrics?.quarantineSettled({

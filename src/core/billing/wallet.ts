@@ -6,27 +6,31 @@ import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { usdNumber } from './money.ts';
 
+/** A ledger entry to append. */
+export interface LedgerEntry {
+  customerId: number;
+  mode: Mode;
+  amountMicros: number;
+  kind: 'topup' | 'charge' | 'adjustment';
+  note?: string;
+  reference?: string | null;
+  /** The operator's name, or `system` (the default) for the service's own entries. */
+  actor?: string;
+  /** The request that caused the entry (the admin answer's X-Request-Id, a redeem's). */
+  requestId?: string | null;
+}
+
 /**
  * Appends a ledger entry and moves the cached balance with it (SQL ledger_append, the one writer
- * of the ledger); returns the new balance. `actor`: the operator's name, 'system' (the default)
- * for the service's own entries; `requestId`: the request that caused it.
+ * of the ledger); returns the new entry's id.
  */
 export async function appendLedger(
   q: Queryable,
-  entry: {
-    customerId: number;
-    mode: Mode;
-    amountMicros: number;
-    kind: 'topup' | 'charge';
-    note?: string;
-    reference?: string | null;
-    actor?: string;
-    requestId?: string | null;
-  },
+  entry: LedgerEntry,
   clock: Clock,
-): Promise<number> {
-  const r = await q.query<{ balance: number }>(
-    'select ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9) as balance',
+): Promise<{ entryId: number }> {
+  const r = await q.query<{ entryId: number }>(
+    'select ledger_append($1, $2, $3, $4, $5, $6, $7, $8, $9) as "entryId"',
     [
       entry.customerId,
       entry.mode,
@@ -39,7 +43,7 @@ export async function appendLedger(
       entry.requestId ?? null,
     ],
   );
-  return r.rows[0]!.balance;
+  return { entryId: r.rows[0]!.entryId };
 }
 
 export async function walletSummary(q: Queryable, customerId: number) {

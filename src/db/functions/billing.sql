@@ -10,8 +10,8 @@
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
 
 -- Appends one ledger entry and moves the cached balance with it (the account row is made when
--- missing); returns the balance after it. `p_actor`: the operator's name, or 'system' for the
--- service's own entries (charges, settlements); `p_request_id`: the request that caused it, if
+-- missing); returns the new entry's id (an operator's answer names it: contract 13.3). `p_actor`:
+-- the operator's name, or 'system' for the service's own entries (charges, settlements); `p_request_id`: the request that caused it, if
 -- known. A capture's entry may take the balance below zero only through a settlement (an outcome
 -- that happened is billed): the caller decides, this function only records.
 create or replace function ledger_append(p_customer bigint, p_mode text, p_amount bigint, p_kind text,
@@ -20,6 +20,7 @@ create or replace function ledger_append(p_customer bigint, p_mode text, p_amoun
 language plpgsql as $$
 declare
   v_balance bigint;
+  v_entry bigint;
 begin
   update accounts set balance_micros = balance_micros + p_amount
    where customer_id = p_customer and mode = p_mode
@@ -33,8 +34,9 @@ begin
   insert into wallet_ledger (customer_id, mode, amount_micros, balance_after_micros, kind, note, reference,
                              created_at, actor, request_id)
   values (p_customer, p_mode, p_amount, v_balance, p_kind, coalesce(p_note, ''), p_reference, p_at,
-          coalesce(p_actor, 'system'), p_request_id);
-  return v_balance;
+          coalesce(p_actor, 'system'), p_request_id)
+  returning id into v_entry;
+  return v_entry;
 end $$;
 
 -- Adds to a customer's usage of one UTC day: p_used requests held or billed, p_overage of them on
@@ -120,7 +122,7 @@ create or replace function billing_capture_one(p_job text, p_now timestamptz) re
 language plpgsql as $$
 declare
   j record;
-  v_balance bigint;
+  v_entry bigint;
 begin
   select customer_id, mode, rate_micros, request_id,
          hold_included - captured_included - released_included as open_included,
@@ -143,7 +145,7 @@ begin
   end if;
   update accounts set held_micros = held_micros - j.rate_micros
    where customer_id = j.customer_id and mode = j.mode;
-  v_balance := ledger_append(j.customer_id, j.mode, -j.rate_micros, 'charge', 'redeem request', p_job, p_now,
+  v_entry := ledger_append(j.customer_id, j.mode, -j.rate_micros, 'charge', 'redeem request', p_job, p_now,
                              'system', j.request_id);
   return j.rate_micros;
 end $$;
@@ -190,7 +192,7 @@ end $$;
 --            still sums to it);
 --   unused → a stock code goes back to stock; a caller code stays kept; nothing is billed.
 -- The charge names the job and the redeem request that sent the code.
--- Returns {"mode", "wallet_micros"}, or null when the code is not (or no longer) quarantined and
+-- Returns {"customer_id", "mode", "wallet_micros"}, or null when the code is not (or no longer) quarantined and
 -- unsettled: settling twice never bills twice.
 create or replace function quarantine_settle(p_job text, p_position integer, p_settlement text, p_by text,
                                              p_now timestamptz) returns jsonb
@@ -201,7 +203,7 @@ declare
   v_included boolean;
   v_wallet bigint := 0;
   v_done boolean;
-  v_balance bigint;
+  v_entry bigint;
   v_moved integer;
 begin
   select customer_id, mode, hold_day, rate_micros, request_id into j from jobs where id = p_job;
@@ -229,7 +231,7 @@ begin
       left join daily_usage u on u.customer_id = j.customer_id and u.mode = j.mode and u.day = j.hold_day;
     v_done := usage_record(j.customer_id, j.mode, j.hold_day, 1, case when v_included then 0 else 1 end);
     if not v_included and j.rate_micros > 0 then
-      v_balance := ledger_append(j.customer_id, j.mode, -j.rate_micros, 'charge',
+      v_entry := ledger_append(j.customer_id, j.mode, -j.rate_micros, 'charge',
                                  'quarantined code settled as used (code_used)', p_job, p_now, 'system',
                                  j.request_id);
       v_wallet := j.rate_micros;
@@ -237,5 +239,5 @@ begin
   end if;
   update job_codes set settlement = p_settlement, settled_at = p_now, settled_by = p_by
    where job_id = p_job and position = p_position;
-  return jsonb_build_object('mode', j.mode, 'wallet_micros', v_wallet);
+  return jsonb_build_object('customer_id', j.customer_id, 'mode', j.mode, 'wallet_micros', v_wallet);
 end $$;

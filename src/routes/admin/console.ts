@@ -12,7 +12,6 @@ import { cookieValue, SESSION_COOKIE, type SessionStore, sameOriginRequest } fro
 import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
-import { sameSecret } from '../../http/auth.ts';
 import { parseBody } from './validation.ts';
 
 const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../console');
@@ -61,6 +60,8 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
     .header('Cache-Control', 'no-store');
 }
 
+// Secure whenever the request came over TLS, directly or through a trusted proxy's
+// X-Forwarded-Proto (the admin app believes it only from TRUST_PROXY; contract 13.5).
 function sessionCookie(request: FastifyRequest, value: string, maxAgeSec: number): string {
   const secure = request.protocol === 'https' ? '; Secure' : '';
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSec}${secure}`;
@@ -90,25 +91,36 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: AppContext, ses
   app.post('/console/session', { config: open }, async (request, reply) => {
     requireConsoleHeader(request);
     const { token } = parseBody(signInBody, request.body);
-    if (!sameSecret(token, ctx.adminToken)) {
-      request.log.warn('console sign-in with a wrong token');
+    const operator = await app.adminDoor.operatorOfToken(token);
+    if (!operator) {
+      app.adminDoor.throttle.fail(request.ip);
+      request.log.warn({ ip: request.ip }, 'console sign-in with a wrong token');
       throw new ApiError('unauthorized', 'wrong admin token');
     }
-    const session = sessions.create();
+    const session = sessions.create(operator.operatorId);
     const maxAge = Math.round((session.expiresAt.getTime() - ctx.clock.now().getTime()) / 1000);
     securityHeaders(reply).header('Set-Cookie', sessionCookie(request, session.id, maxAge));
-    return { ok: true, request_id: request.id, signed_in: true, expires_at: isoUtc(session.expiresAt) };
+    return {
+      ok: true,
+      request_id: request.id,
+      signed_in: true,
+      expires_at: isoUtc(session.expiresAt),
+      operator: { name: operator.name, role: operator.role },
+    };
   });
 
   app.get('/console/session', { config: open }, async (request, reply) => {
     const id = cookieValue(request.headers.cookie, SESSION_COOKIE);
-    const expiresAt = id ? sessions.check(id) : null;
+    const session = id ? sessions.check(id) : null;
+    // A revoked operator's session is over (the door refuses it too).
+    const operator = session ? await app.adminDoor.operatorOfSession(session.operatorId) : null;
     securityHeaders(reply);
     return {
       ok: true,
       request_id: request.id,
-      signed_in: expiresAt !== null,
-      expires_at: expiresAt ? isoUtc(expiresAt) : null,
+      signed_in: operator !== null,
+      expires_at: session && operator ? isoUtc(session.expiresAt) : null,
+      operator: operator ? { name: operator.name, role: operator.role } : null,
     };
   });
 

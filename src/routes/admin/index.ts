@@ -10,14 +10,20 @@ import { registerAdminEncryptionRoutes } from './encryption.ts';
 import { registerAdminEventRoutes } from './events.ts';
 import { registerAdminJobRoutes } from './jobs.ts';
 import { registerAdminJobListRoutes } from './jobs-list.ts';
+import { registerAdminKeyRoutes } from './keys.ts';
 import { registerAdminMetricsRoute } from './metrics.ts';
+import { registerAdminOperatorRoutes } from './operators.ts';
 import { registerAdminQuarantineRoutes } from './quarantine.ts';
 import { registerAdminStatementRoutes } from './statements.ts';
 import { registerAdminStockRoutes } from './stock.ts';
 import { registerAdminUsageRoutes } from './usage.ts';
+import { registerAdminWalletRoutes } from './wallet.ts';
 
 export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, sessions: SessionStore): void {
   registerAdminCustomerRoutes(app, ctx);
+  registerAdminKeyRoutes(app, ctx);
+  registerAdminWalletRoutes(app, ctx);
+  registerAdminOperatorRoutes(app, ctx);
   registerAdminStockRoutes(app, ctx);
   registerAdminJobRoutes(app, ctx);
   registerAdminQuarantineRoutes(app, ctx);

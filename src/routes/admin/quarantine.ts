@@ -10,6 +10,7 @@ import {
 } from '../../core/billing/quarantine.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { actorOf } from '../../http/admin-door.ts';
 import { customerIdParam, modeSchema, parseBody } from './validation.ts';
 
 const settleBody = z.strictObject({ outcome: z.enum(['used', 'unused']) });
@@ -52,7 +53,13 @@ export function registerAdminQuarantineRoutes(app: FastifyInstance, ctx: AppCont
       const position = /^\d{1,3}$/.test(request.params.position) ? Number(request.params.position) : -1;
       const settled =
         position >= 0 &&
-        (await settleQuarantined(ctx, { jobId: request.params.jobId, position }, body.outcome, 'operator'));
+        (await settleQuarantined(
+          ctx,
+          { jobId: request.params.jobId, position },
+          body.outcome,
+          'operator',
+          actorOf(request),
+        ));
       if (!settled) throw new ApiError('not_found', 'no unsettled quarantined code at that job and position');
       return {
         ok: true,

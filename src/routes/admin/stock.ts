@@ -2,12 +2,11 @@
 // customer's stock. The answer counts codes only; the codes themselves are never echoed or logged.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { customerExists } from '../../core/accounts/accounts.ts';
 import type { AppContext } from '../../core/context.ts';
-import { ApiError } from '../../core/errors.ts';
 import { CATEGORIES } from '../../core/stock/catalog.ts';
-import { importStock } from '../../core/stock/stock.ts';
-import { customerIdParam, modeSchema, parseBody } from './validation.ts';
+import { importStockAs } from '../../core/stock/stock-changes.ts';
+import { actorOf } from '../../http/admin-door.ts';
+import { existingCustomerParam, modeSchema, parseBody } from './validation.ts';
 
 /** Codes in one import, at most (a larger stock is imported in several calls). */
 export const MAX_IMPORT_CODES = 10_000;
@@ -23,16 +22,16 @@ const importBody = z.strictObject({
 
 export function registerAdminStockRoutes(app: FastifyInstance, ctx: AppContext) {
   app.post<{ Params: { id: string } }>('/admin/v1/customers/:id/stock', async (request) => {
-    const customerId = customerIdParam(request.params.id);
-    if (!(await customerExists(ctx.db, customerId))) throw new ApiError('not_found', 'unknown customer');
+    const customerId = await existingCustomerParam(ctx.db, request.params.id);
     const body = parseBody(importBody, request.body);
-    const result = await importStock(
-      ctx.db,
-      ctx.codeKey,
-      { customerId, mode: body.mode, category: body.category, codes: body.codes },
-      ctx.clock,
-    );
-    request.log.info({ customerId, mode: body.mode, category: body.category, ...result }, 'stock imported');
+    const result = await importStockAs(ctx, actorOf(request), {
+      customerId,
+      mode: body.mode,
+      category: body.category,
+      codes: body.codes,
+    });
+    const { issues, ...counts } = result;
+    request.log.info({ customerId, mode: body.mode, category: body.category, ...counts }, 'stock imported');
     return { ok: true, request_id: request.id, ...result };
   });
 }

@@ -1,6 +1,8 @@
 // Shared pieces of admin body validation: zod schemas, and one way to turn a failure into 400.
 import { z } from 'zod';
+import { customerExists } from '../../core/accounts/accounts.ts';
 import { ApiError } from '../../core/errors.ts';
+import type { Queryable } from '../../db/database.ts';
 
 export const modeSchema = z.enum(['live', 'test']);
 export const isoTimestamp = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
@@ -20,4 +22,14 @@ export function customerIdParam(raw: string): number {
     throw new ApiError('not_found', 'unknown customer');
   }
   return Number(raw);
+}
+
+/**
+ * A customer id from the path that must exist: 404 comes before the body is validated (an unknown
+ * customer is 404 even with a bad body). The core call checks again inside its transaction.
+ */
+export async function existingCustomerParam(q: Queryable, raw: string): Promise<number> {
+  const id = customerIdParam(raw);
+  if (!(await customerExists(q, id))) throw new ApiError('not_found', 'unknown customer');
+  return id;
 }

@@ -1,0 +1,115 @@
+// The audit log (contract 13.2): every change, newest first, filtered by customer, operator and
+// action, with links to the customer, key or job it touched; a page at a time.
+import { api, qs } from './api.js';
+import { formValues, h, put, statusLine, when } from './dom.js';
+
+const ACTIONS = [
+  'customer.create',
+  'customer.disable',
+  'plan.set',
+  'plan.delete',
+  'subscription.set',
+  'key.issue',
+  'key.revoke',
+  'key.reroll',
+  'wallet.topup',
+  'wallet.adjust',
+  'stock.import',
+  'quarantine.settle',
+  'event.redeliver',
+  'operator.create',
+  'operator.revoke',
+  'encryption.rotate',
+];
+
+/** The target as a link where the console has a page for it. */
+function targetCell(e) {
+  if (!e.target) return '—';
+  if (e.target.startsWith('job_')) return h('a', { href: `#/jobs/${e.target}` }, e.target);
+  if (e.target.startsWith('key_') && e.customer_id !== null)
+    return h('a', { href: `#/customers/${e.customer_id}` }, e.target);
+  if (e.target.startsWith('op_')) return h('a', { href: '#/operators' }, e.target);
+  return e.target;
+}
+
+export async function render(main) {
+  const params = new URLSearchParams(location.hash.split('?')[1] ?? '');
+  const filter = {
+    customer_id: params.get('customer_id') ?? '',
+    actor: params.get('actor') ?? '',
+    action: params.get('action') ?? '',
+  };
+  const status = statusLine();
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', hidden: true }, 'Older events');
+  let cursor = null;
+  const load = async () => {
+    const page = await api('GET', `/admin/v1/audit${qs({ ...filter, cursor, limit: 50 })}`);
+    for (const e of page.events)
+      tbody.append(
+        h(
+          'tr',
+          { 'data-action': e.action },
+          h('td', when(e.at)),
+          h('td', { 'data-cell': 'actor' }, e.actor),
+          h('td', e.action),
+          h(
+            'td',
+            e.customer_id === null ? '—' : h('a', { href: `#/customers/${e.customer_id}` }, e.customer_id),
+          ),
+          h('td', targetCell(e)),
+          h('td', h('code', JSON.stringify(e.details))),
+          h('td.muted', e.request_id, ' from ', e.ip),
+        ),
+      );
+    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 7 }, 'no events')));
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  };
+  more.addEventListener('click', () => load().catch(status.error));
+  const form = h(
+    'form.inline',
+    {
+      'data-form': 'audit-filter',
+      onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = `#/audit${qs(formValues(form))}`;
+      },
+    },
+    h('input', {
+      name: 'customer_id',
+      value: filter.customer_id,
+      placeholder: 'customer id',
+      inputmode: 'numeric',
+      'aria-label': 'customer id',
+    }),
+    h('input', { name: 'actor', value: filter.actor, placeholder: 'operator', 'aria-label': 'operator' }),
+    h(
+      'select',
+      { name: 'action', 'aria-label': 'action' },
+      h('option', { value: '' }, 'any action'),
+      ACTIONS.map((a) => h('option', { value: a, selected: a === filter.action }, a)),
+    ),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  put(
+    main,
+    h('header.page', h('h2', 'Audit log')),
+    form,
+    status.el,
+    h(
+      'table',
+      { 'data-table': 'audit' },
+      h(
+        'thead',
+        h(
+          'tr',
+          ['When', 'Operator', 'Action', 'Customer', 'Target', 'Details', 'Request'].map((t) => h('th', t)),
+        ),
+      ),
+      tbody,
+    ),
+    more,
+  );
+  await load();
+}
