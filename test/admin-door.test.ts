@@ -5,6 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import { redeem, uniqueCode } from './helpers/redeem.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -76,8 +77,20 @@ describe('key reroll', () => {
     t.clock.set('2026-11-22T09:00:00Z');
   });
 
-  // The redeem statement re-checks a cached key's revocation but not yet its expiry (README).
-  test.todo('POST /v1/redeem with a process-cached old key answers 401 expired once the grace ends');
+  test('POST /v1/redeem with a process-cached old key answers 401 expired once the grace ends', async () => {
+    t.clock.set('2026-11-22T09:00:00Z');
+    const m = await createMerchant(t);
+    const body = (code: string) => ({ player_id: '5123456789', codes: [code] });
+    // The first redeem caches the key in this process; the redeem statement re-checks it after.
+    expect((await redeem(t, m.key, body(uniqueCode()))).statusCode).toBe(200);
+    expect((await reroll(m.keyId, { grace_seconds: 60 })).statusCode).toBe(201);
+    t.clock.set('2026-11-22T09:00:59Z');
+    expect((await redeem(t, m.key, body(uniqueCode()))).statusCode).toBe(200);
+    t.clock.set('2026-11-22T09:01:00Z');
+    const late = await redeem(t, m.key, body(uniqueCode()));
+    expect([late.statusCode, late.json().error_code]).toEqual([401, 'expired']);
+    t.clock.set('2026-11-22T09:00:00Z');
+  });
 
   test('grace 0 ends the old key at once; an earlier expiry is kept', async () => {
     const m = await createMerchant(t);

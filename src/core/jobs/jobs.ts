@@ -109,11 +109,23 @@ export async function loadKeyJob(
   key: { id: string },
   jobId: string | null,
   day: string,
-): Promise<{ revokedAt: Date | null; account: AccountRow; job: JobRow | null; codes: JobCodeRow[] } | null> {
+): Promise<{
+  revokedAt: Date | null;
+  expiresAt: Date | null;
+  account: AccountRow;
+  job: JobRow | null;
+  codes: JobCodeRow[];
+} | null> {
   const r = await q.query<
-    JobRow & { revokedAt: Date | null; account: AccountRow; codes: JobCodeRow[] | null; found: boolean }
+    JobRow & {
+      revokedAt: Date | null;
+      keyExpiresAt: Date | null;
+      account: AccountRow;
+      codes: JobCodeRow[] | null;
+      found: boolean;
+    }
   >(
-    `select k.revoked_at as "revokedAt", account_state(k.customer_id, k.mode, $2::date) as account,
+    `select k.revoked_at as "revokedAt", k.expires_at as "keyExpiresAt", account_state(k.customer_id, k.mode, $2::date) as account,
             j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes
        from api_keys k
        left join jobs j on j.id = $3 and j.customer_id = k.customer_id and j.mode = k.mode and j.is_async
@@ -123,8 +135,9 @@ export async function loadKeyJob(
   );
   const row = r.rows[0];
   if (!row) return null;
-  const { revokedAt, account, codes, found, ...job } = row;
-  return { revokedAt, account, job: found ? job : null, codes: codes ?? [] };
+  const { revokedAt, keyExpiresAt, account, codes, found, ...job } = row;
+  // The key's expiry is read again: a reroll (contract 13.4) moves a cached key's expiry.
+  return { revokedAt, expiresAt: keyExpiresAt, account, job: found ? job : null, codes: codes ?? [] };
 }
 
 export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {

@@ -11,7 +11,7 @@
 -- Lock order: the account row, then the job row (or daily_usage, stock rows).
 
 -- Phase 1, first half (steps 10 of contract section 3, after authentication and the burst
--- limit): re-checks a cached key ({"kind": "recheck"} when it was revoked or its customer
+-- limit): re-checks a cached key ({"kind": "recheck"} when it was revoked, expired or its customer
 -- disabled: the caller authenticates it again for the contract's answer), takes a burst slot
 -- when asked, locks the account and reads the idempotency key. Returns the key's verdict:
 -- conflict, in_progress, interrupted, replay, or new (with the released job to resume, if any).
@@ -30,7 +30,9 @@ declare
 begin
   if coalesce(p_check_key, false) then
     perform 1 from api_keys ak join customers c on c.id = ak.customer_id
-     where ak.id = p_key_id and ak.revoked_at is null and c.disabled_at is null;
+     where ak.id = p_key_id and ak.revoked_at is null and c.disabled_at is null
+       -- A reroll (contract 13.4) moves a cached key's expiry: read it again too.
+       and (ak.expires_at is null or ak.expires_at > p_now);
     if not found then
       return jsonb_build_object('kind', 'recheck');
     end if;
