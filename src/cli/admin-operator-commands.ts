@@ -11,7 +11,7 @@ import {
   required,
   str,
   withQuery,
-} from './admin-commands.ts';
+} from './admin-command.ts';
 import { table } from './admin-format.ts';
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

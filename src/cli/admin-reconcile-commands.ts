@@ -2,7 +2,7 @@
 //   events list CUSTOMER_ID, events show EVENT_ID, events redeliver EVENT_ID,
 //   statements CUSTOMER_ID [--mode] [--from] [--to] [--csv].
 import { statementCsv } from '../core/billing/statement-csv.ts';
-import type { Command, Json, Parsed } from './admin-commands.ts';
+import type { Command, Json, Parsed } from './admin-command.ts';
 import { formatEvent, formatEvents, formatStatement } from './admin-format-reconcile.ts';
 
 const str = (p: Parsed, name: string) => p.values[name] as string | undefined;
@@ -69,11 +69,12 @@ export const RECONCILE_COMMANDS: Command[] = [
       method: 'GET',
       path: withQuery(`/admin/v1/customers/${arg(p)}/statements`, p, ['mode', 'from', 'to']),
     }),
+    print: (a) => formatStatement(a as Json),
     // The CSV is written from the JSON answer by the service's own writer: the same bytes as
-    // GET …/statements with Accept: text/csv.
-    print: (a, p) =>
+    // GET …/statements with Accept: text/csv (dates and numbers only).
+    document: (a, p) =>
       p.values.csv
-        ? [statementCsv(a as unknown as Parameters<typeof statementCsv>[0]).trimEnd()]
-        : formatStatement(a as Json),
+        ? `${statementCsv(a as unknown as Parameters<typeof statementCsv>[0]).trimEnd()}\n`
+        : undefined,
   },
 ];

@@ -3,20 +3,16 @@
 // gets the same rules and messages whether they use curl or this command.
 import { parseArgs } from 'node:util';
 import { AdminClientError, callAdmin, resolveTarget } from './admin-client.ts';
-import {
-  type AdminIo,
-  type AdminRequest,
-  COMMANDS as BASE_COMMANDS,
-  type Json,
-  type Parsed,
-  UsageError,
-} from './admin-commands.ts';
+import { type AdminIo, type AdminRequest, type Json, type Parsed, UsageError } from './admin-command.ts';
+import { COMMANDS as BASE_COMMANDS } from './admin-commands.ts';
 import { OPERATOR_COMMANDS } from './admin-operator-commands.ts';
+import { RECONCILE_COMMANDS } from './admin-reconcile-commands.ts';
+import { STOCK_COMMANDS } from './admin-stock-commands.ts';
 import { printableJson, printableLine, printableLines } from './printable.ts';
 
-export type { AdminIo } from './admin-commands.ts';
+export type { AdminIo } from './admin-command.ts';
 
-const COMMANDS = [...BASE_COMMANDS, ...OPERATOR_COMMANDS];
+const COMMANDS = [...BASE_COMMANDS, ...STOCK_COMMANDS, ...RECONCILE_COMMANDS, ...OPERATOR_COMMANDS];
 
 /**
  * `--usd -5` as `--usd=-5`: parseArgs takes a value starting with `-` for an option, and would
@@ -156,11 +152,13 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
 
   const answer = combine(answers);
   const sent = (requests[0]?.body ?? {}) as Json;
-  // Stored text may hold terminal control sequences: never printed raw (src/cli/printable.ts).
+  // Stored text may hold terminal control sequences: never printed raw (src/cli/printable.ts),
+  // except a document that holds none (a statement's CSV: dates and numbers, in its own bytes).
+  const document = json ? undefined : command.document?.(answer, parsed);
   io.stdout(
     json
       ? `${printableJson(JSON.stringify(answer))}\n`
-      : `${printableLines(command.print(answer, parsed, sent))}\n`,
+      : (document ?? `${printableLines(command.print(answer, parsed, sent))}\n`),
   );
   return 0;
 }
