@@ -3,8 +3,9 @@
 // Content-Security-Policy allows nothing else. (The ready-made renderers weigh megabytes of
 // script, need inline styles or eval under a strict policy, and some fetch fonts or a validator
 // from outside; this API is small enough that a plain page reads better.)
-import { DOCS_CSS_PATH, type OpenApiDocument } from './document.ts';
+import type { OpenApiDocument } from './document.ts';
 import { EXAMPLES } from './examples.ts';
+import { DOCS_CSS_PATH } from './operations.ts';
 import type { JsonSchema } from './schemas.ts';
 
 const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -2,7 +2,8 @@
 // from the OpenAPI document, with its stylesheet. No key. The Content-Security-Policy allows
 // nothing but the service's own stylesheet: no script, no font, no outside address.
 import type { FastifyInstance } from 'fastify';
-import { DOCS_CSS_PATH, openApiDocument } from '../openapi/document.ts';
+import { openApiDocument } from '../openapi/document.ts';
+import { DOCS_CSS_PATH } from '../openapi/operations.ts';
 import { DOCS_CSS, renderReference } from '../openapi/render-html.ts';
 
 export const DOCS_CSP =
