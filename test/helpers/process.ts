@@ -100,8 +100,26 @@ export function databaseEnv(): Record<string, string> {
   return Object.fromEntries(names.flatMap((n) => (process.env[n] ? [[n, process.env[n]!]] : [])));
 }
 
-/** Starts a server and waits until both listeners answer. */
+/**
+ * Starts a server and waits until both listeners answer. A free port is closed again before the
+ * child binds it, so another process on the machine can take it meanwhile: a start that fails
+ * with EADDRINUSE on ports chosen here is tried again on new ones.
+ */
 export async function startServerProcess(opts: {
+  dataDir: string;
+  env?: Record<string, string>;
+}): Promise<ServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerProcessOnce(opts);
+    } catch (err) {
+      const fixedPorts = Boolean(opts.env?.PORT || opts.env?.ADMIN_PORT);
+      if (fixedPorts || attempt >= 3 || !/EADDRINUSE/.test(String((err as Error).message))) throw err;
+    }
+  }
+}
+
+async function startServerProcessOnce(opts: {
   dataDir: string;
   env?: Record<string, string>;
 }): Promise<ServerProcess> {
