@@ -36,6 +36,53 @@ function stacked(raw) {
   return sums;
 }
 
+/** uPlot's options: bars at the stack's running sums, the legend at each series' own count. */
+function plotOptions({ xs, raw, series, order, granularity, unit, width }) {
+  const step = granularity === 'hour' ? 3600 : 86400;
+  const bars = uPlot.paths.bars({ size: [0.7, 40], align: 0 });
+  return {
+    width,
+    height: 240,
+    scales: {
+      // Half a bucket of room on each side, so the first and last bars are whole.
+      x: { time: true, range: () => [xs[0] - step / 2, xs[xs.length - 1] + step / 2] },
+      y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
+    },
+    series: [
+      {
+        label: granularity === 'hour' ? 'hour (UTC)' : 'day (UTC)',
+        value: (_u, v) =>
+          v === null || v === undefined
+            ? '—'
+            : new Date(v * 1000)
+                .toISOString()
+                .slice(0, granularity === 'hour' ? 16 : 10)
+                .replace('T', ' '),
+      },
+      ...order.map((i) => ({
+        label: series[i][0],
+        stroke: series[i][1],
+        fill: series[i][1],
+        width: 0,
+        paths: bars,
+        points: { show: false },
+        // The legend shows this series' own count, not the running sum it is drawn at.
+        value: (_u, _v, _s, idx) => (idx === null || idx === undefined ? '—' : String(raw[i][idx])),
+      })),
+    ],
+    axes: [
+      {},
+      {
+        label: `${unit} per ${granularity}`,
+        incrs: INTEGER_STEPS,
+        values: (_u, ticks) => ticks.map((v) => String(v)),
+      },
+    ],
+    cursor: { points: { show: false } },
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+  };
+}
+
 /**
  * A plot of `rows` (buckets with a `start` and a count per series key) in a section named `name`
  * (data-plot), with the number of points and each series' total as data. `unit` names what the
@@ -63,53 +110,11 @@ export function barPlot(name, title, { rows, totals, granularity, unit }, series
       ),
     ),
   );
-  const step = granularity === 'hour' ? 3600 : 86400;
   const width = () => Math.max(320, Math.min(900, (target.clientWidth || 640) - 8));
-  const bars = uPlot.paths.bars({ size: [0.7, 40], align: 0 });
   // Drawn in reverse: the full stack first, the first series last (in front).
   const order = series.map((_, i) => i).reverse();
   const plot = new uPlot(
-    {
-      width: width(),
-      height: 240,
-      scales: {
-        // Half a bucket of room on each side, so the first and last bars are whole.
-        x: { time: true, range: () => [xs[0] - step / 2, xs[xs.length - 1] + step / 2] },
-        y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
-      },
-      series: [
-        {
-          label: granularity === 'hour' ? 'hour (UTC)' : 'day (UTC)',
-          value: (_u, v) =>
-            v === null || v === undefined
-              ? '—'
-              : new Date(v * 1000)
-                  .toISOString()
-                  .slice(0, granularity === 'hour' ? 16 : 10)
-                  .replace('T', ' '),
-        },
-        ...order.map((i) => ({
-          label: series[i][0],
-          stroke: series[i][1],
-          fill: series[i][1],
-          width: 0,
-          paths: bars,
-          points: { show: false },
-          // The legend shows this series' own count, not the running sum it is drawn at.
-          value: (_u, _v, _s, idx) => (idx === null || idx === undefined ? '—' : String(raw[i][idx])),
-        })),
-      ],
-      axes: [
-        {},
-        {
-          label: `${unit} per ${granularity}`,
-          incrs: INTEGER_STEPS,
-          values: (_u, ticks) => ticks.map((v) => String(v)),
-        },
-      ],
-      cursor: { points: { show: false } },
-      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-    },
+    plotOptions({ xs, raw, series, order, granularity, unit, width: width() }),
     [xs, ...order.map((i) => sums[i])],
     target,
   );

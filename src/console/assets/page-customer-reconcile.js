@@ -21,28 +21,16 @@ function attemptLine(a) {
   );
 }
 
-/** The event log of customer `id`: newest first, a page at a time, each with its attempts. */
-export function eventsSection(id, defaultMode) {
-  let mode = defaultMode;
-  let state = '';
-  let cursor = null;
-  const status = statusLine();
-  const body = h('div');
-  const more = h('button', { type: 'button', hidden: true }, 'More');
-  const redeliver = async (button, eventId) => {
-    if (!confirm(`Send ${eventId} once more to the customer's current webhook URL?`)) return;
-    button.disabled = true;
-    try {
-      await api('POST', `/admin/v1/events/${encodeURIComponent(eventId)}/redeliver`);
-      status.ok(`Redelivery of ${eventId} queued: its attempt appears below once sent.`);
-      // Read again shortly: the worker sends it at once.
-      setTimeout(() => reload(), 600);
-    } catch (err) {
-      status.error(err);
-      button.disabled = false;
-    }
-  };
-  const columns = [
+const stateFilter = (onchange) =>
+  h(
+    'select',
+    { 'aria-label': 'event state', onchange: (e) => onchange(e.target.value) },
+    ['', 'pending', 'delivered', 'failed'].map((s) => h('option', { value: s }, s || 'any state')),
+  );
+
+/** The event table's columns; `redeliver(button, id)` runs the button. */
+function eventColumns(redeliver) {
+  return [
     ['Event', (e) => h('code', e.id)],
     ['Type', (e) => e.event],
     ['Job', (e) => h('a', { href: `#/jobs/${e.job_id}` }, e.job_id)],
@@ -59,6 +47,33 @@ export function eventsSection(id, defaultMode) {
       },
     ],
   ];
+}
+
+/** Queues a redelivery after a confirmation; the button cannot send twice while it runs. */
+async function askRedelivery(button, eventId, status, reload) {
+  if (!confirm(`Send ${eventId} once more to the customer's current webhook URL?`)) return;
+  button.disabled = true;
+  try {
+    await api('POST', `/admin/v1/events/${encodeURIComponent(eventId)}/redeliver`);
+    status.ok(`Redelivery of ${eventId} queued: its attempt appears below once sent.`);
+    // Read again shortly: the worker sends it at once.
+    setTimeout(reload, 600);
+  } catch (err) {
+    status.error(err);
+    button.disabled = false;
+  }
+}
+
+/** The event log of customer `id`: newest first, a page at a time, each with its attempts. */
+export function eventsSection(id, defaultMode) {
+  let mode = defaultMode;
+  let state = '';
+  let cursor = null;
+  const status = statusLine();
+  const body = h('div');
+  const more = h('button', { type: 'button', hidden: true }, 'More');
+  const redeliver = (button, eventId) => askRedelivery(button, eventId, status, () => reload());
+  const columns = eventColumns(redeliver);
   const tbody = h('tbody');
   const load = async () => {
     const page = await api(
@@ -99,17 +114,10 @@ export function eventsSection(id, defaultMode) {
       tbody,
     ),
   );
-  const stateSelect = h(
-    'select',
-    {
-      'aria-label': 'event state',
-      onchange: (e) => {
-        state = e.target.value;
-        reload();
-      },
-    },
-    ['', 'pending', 'delivered', 'failed'].map((s) => h('option', { value: s }, s || 'any state')),
-  );
+  const stateSelect = stateFilter((value) => {
+    state = value;
+    reload();
+  });
   const section = h(
     'section',
     { 'data-section': 'events' },
@@ -139,6 +147,24 @@ const STATEMENT_SERIES = [
   ['requests_refunded', '#ef6c00'],
 ];
 
+const money = (k) => (d) => usd(d[k]);
+const STATEMENT_COLUMNS = [
+  ['Day', (d) => d.date ?? 'total'],
+  ['Included', (d) => d.requests_included],
+  ['Overage', (d) => d.requests_overage],
+  ['Refunded', (d) => d.requests_refunded],
+  ['Activated', (d) => d.codes.activated],
+  ['Used', (d) => d.codes.code_used],
+  ['Invalid', (d) => d.codes.invalid_code],
+  ['Bad player', (d) => d.codes.bad_player],
+  ['Failed', (d) => d.codes.failed],
+  ['Charged', money('charged_usd')],
+  ['Top-ups', money('topups_usd')],
+  ['Adjustments', money('adjustments_usd')],
+  ['Opening', money('opening_balance_usd')],
+  ['Closing', money('closing_balance_usd')],
+];
+
 async function downloadCsv(id, mode, from, to) {
   const res = await fetch(`/admin/v1/customers/${id}/statements${qs({ mode, from, to })}`, {
     credentials: 'same-origin',
@@ -163,23 +189,6 @@ export function statementSection(id, defaultMode) {
   const dayInput = (name) => h('input', { type: 'date', name, 'aria-label': name });
   const from = dayInput('from');
   const to = dayInput('to');
-  const money = (k) => (d) => usd(d[k]);
-  const columns = [
-    ['Day', (d) => d.date ?? 'total'],
-    ['Included', (d) => d.requests_included],
-    ['Overage', (d) => d.requests_overage],
-    ['Refunded', (d) => d.requests_refunded],
-    ['Activated', (d) => d.codes.activated],
-    ['Used', (d) => d.codes.code_used],
-    ['Invalid', (d) => d.codes.invalid_code],
-    ['Bad player', (d) => d.codes.bad_player],
-    ['Failed', (d) => d.codes.failed],
-    ['Charged', money('charged_usd')],
-    ['Top-ups', money('topups_usd')],
-    ['Adjustments', money('adjustments_usd')],
-    ['Opening', money('opening_balance_usd')],
-    ['Closing', money('closing_balance_usd')],
-  ];
   const load = async () => {
     const s = await api(
       'GET',
@@ -197,7 +206,7 @@ export function statementSection(id, defaultMode) {
         { rows, totals, granularity: 'day', unit: 'requests' },
         STATEMENT_SERIES,
       ),
-      table(columns, [...s.days, s.totals], { 'data-table': 'statement' }),
+      table(STATEMENT_COLUMNS, [...s.days, s.totals], { 'data-table': 'statement' }),
     );
   };
   const reload = () => load().catch((err) => status.error(err));
