@@ -5,7 +5,7 @@
 // audit case fails this file.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ADMIN_TOKEN, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import {
   addOperator,
   adminWithRoutes,
@@ -21,7 +21,8 @@ let t: TestApp;
 let admin: ListedAdmin;
 let alice: string;
 beforeAll(async () => {
-  t = await createTestApp();
+  // Private targets: the redelivery case registers a webhook on this machine (it is only queued).
+  t = await createTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } });
   admin = await adminWithRoutes(t);
   alice = (await addOperator(admin.app, 'alice', 'admin')).token;
 });
@@ -39,6 +40,31 @@ async function quarantinedJob(customerId: number, key: string): Promise<string> 
   expect(r.json().codes?.[0], r.body).toMatchObject({ disposition: 'quarantined' });
   const listed = await send(admin.app, ADMIN_TOKEN, 'GET', `/admin/v1/quarantine?customer_id=${customerId}`);
   return listed.json().codes[0].job_id as string;
+}
+
+/** An event of an ended async job of a merchant with a webhook registered (for a redelivery). */
+async function eventOf(m: { customerId: number; key: string }): Promise<string> {
+  const hook = await t.api.inject({
+    method: 'POST',
+    url: '/v1/webhook',
+    headers: { ...bearer(m.key), 'content-type': 'application/json' },
+    payload: { url: 'https://127.0.0.1:9/hook' },
+  });
+  expect(hook.statusCode, hook.body).toBe(200);
+  const res = await redeem(t, m.key, { player_id: '5123456789', codes: [uniqueCode()], async: true });
+  expect(res.statusCode, res.body).toBe(202);
+  for (let i = 0; i < 400; i++) {
+    const listed = await send(
+      admin.app,
+      ADMIN_TOKEN,
+      'GET',
+      `/admin/v1/customers/${m.customerId}/events?mode=test`,
+    );
+    const events = listed.json().events as { id: string }[];
+    if (events.length > 0) return events[0]!.id;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('no event was written');
 }
 
 interface Case {
@@ -222,6 +248,24 @@ const CASES: Record<string, Case> = {
       await as('POST', '/admin/v1/jobs/job_nothing/codes/0/settle', { outcome: 'unused' }),
       await as('POST', '/admin/v1/jobs/job_nothing/codes/0/settle', { outcome: 'maybe' }),
     ],
+  },
+  'POST /admin/v1/events/:id/redeliver': {
+    ok: async () => {
+      const m = await merchant();
+      const id = await eventOf(m);
+      const res = await as('POST', `/admin/v1/events/${id}/redeliver`);
+      return { res, action: 'event.redeliver', customer: m.customerId, status: 202 };
+    },
+    refused: async () => [await as('POST', '/admin/v1/events/evt_nothing0000000000000000/redeliver')],
+  },
+  'POST /admin/v1/encryption/rotate': {
+    ok: async () => ({
+      res: await as('POST', '/admin/v1/encryption/rotate'),
+      action: 'encryption.rotate',
+      customer: null,
+      status: 202,
+    }),
+    refused: async () => [],
   },
   'POST /admin/v1/operators': {
     ok: async () => {

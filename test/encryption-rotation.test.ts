@@ -2,6 +2,7 @@
 // encrypts and whose every key decrypts, duplicate detection across keys, the re-encryption in
 // batches to the first key (stock codes, job codes, webhook secrets, v1 values rewritten bound),
 // the start check naming a missing key id, and the admin endpoints.
+
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { keyId } from '../src/core/crypto/code-crypto.ts';
@@ -13,6 +14,7 @@ import {
   rowsByKeyId,
   startRotation,
 } from '../src/core/crypto/rotation.ts';
+import { ROOT_OPERATOR } from '../src/core/operators/actor.ts';
 import { importStock, reserveStock } from '../src/core/stock/stock.ts';
 import { loadRegistration, registerWebhook } from '../src/core/webhooks/registration.ts';
 import { adminCall, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
@@ -26,7 +28,7 @@ afterAll(() => t.close());
 
 const key1 = () => t.ctx.codeKey;
 const key2 = randomBytes(32);
-const audit = { actor: 'root', requestId: 'req_test', ip: '127.0.0.1' };
+const audit = { ...ROOT_OPERATOR, requestId: 'req_test', ip: '127.0.0.1' };
 
 /** A v1 value as written before key ids: AES-256-GCM under the raw key, no associated data. */
 function v1Encrypt(key: Buffer, text: string) {

@@ -30,7 +30,7 @@ test('ledger_append: the balance is the ledger sum, each entry records it, its a
       const sums: Record<Mode, number> = { live: 0, test: 0 };
       for (const e of entries) {
         sums[e.mode] += e.amount;
-        const balance = await appendLedger(
+        const { entryId } = await appendLedger(
           t.db,
           {
             customerId,
@@ -42,7 +42,12 @@ test('ledger_append: the balance is the ledger sum, each entry records it, its a
           },
           clock,
         );
-        expect(balance).toBe(sums[e.mode]);
+        // The new entry's id comes back; the entry records the balance after it.
+        const entry = await t.db.query<{ balance: number }>(
+          'select balance_after_micros as balance from wallet_ledger where id = $1',
+          [entryId],
+        );
+        expect(entry.rows[0]!.balance).toBe(sums[e.mode]);
       }
       const rows = await t.db.query<{ mode: Mode; amount: number; actor: string; requestId: string | null }>(
         `select mode, amount_micros as amount, actor, request_id as "requestId" from wallet_ledger

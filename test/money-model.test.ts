@@ -261,7 +261,7 @@ async function step(m: Model, customerId: number, clock: ManualClock, o: Op): Pr
   const db = t.db;
   switch (o.op) {
     case 'topup': {
-      const balance = await appendLedger(
+      const { entryId } = await appendLedger(
         db,
         {
           customerId,
@@ -275,7 +275,12 @@ async function step(m: Model, customerId: number, clock: ManualClock, o: Op): Pr
       );
       m.balance += o.amount;
       m.ledger.push(o.amount);
-      return [balance, m.balance];
+      // The entry records the balance after it.
+      const entry = await db.query<{ balance: number }>(
+        'select balance_after_micros as balance from wallet_ledger where id = $1',
+        [entryId],
+      );
+      return [entry.rows[0]!.balance, m.balance];
     }
     case 'hold':
       return holdStep(m, customerId, clock, o.requests);
@@ -295,12 +300,13 @@ async function step(m: Model, customerId: number, clock: ManualClock, o: Op): Pr
       if (!m.quarantined.length) return [null, null];
       // Settled codes are picked too: a second settlement must change nothing.
       const q = m.quarantined[o.pick % m.quarantined.length]!;
-      const r = await db.query<{ s: { mode: Mode; wallet_micros: number } | null }>(
+      const r = await db.query<{ s: { customer_id: number; mode: Mode; wallet_micros: number } | null }>(
         'select quarantine_settle($1, $2, $3, $4, $5) as s',
         [q.job.id, q.position, o.used ? 'used' : 'unused', 'check', clock.now()],
       );
-      let want: { mode: Mode; wallet_micros: number } | null = null;
-      if (!q.settled) want = { mode: 'live', wallet_micros: o.used ? m.settleUsed(q.job) : 0 };
+      let want: { customer_id: number; mode: Mode; wallet_micros: number } | null = null;
+      if (!q.settled)
+        want = { customer_id: customerId, mode: 'live', wallet_micros: o.used ? m.settleUsed(q.job) : 0 };
       q.settled = true;
       return [r.rows[0]!.s, want];
     }

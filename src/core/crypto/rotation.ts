@@ -12,6 +12,8 @@ import type { Logger } from 'pino';
 import type { Queryable } from '../../db/database.ts';
 import { type BackgroundLoop, startBackgroundLoop } from '../background-loop.ts';
 import type { AppContext } from '../context.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
 import {
   codeHash,
   currentPrefix,
@@ -90,22 +92,12 @@ async function loadRotation(q: Queryable) {
 }
 
 /**
- * The audit event of a rotation (contract 13.2, action `encryption.rotate`, customer_id null),
- * written in the transaction that starts it. The audit log is another issue's: until it lands this
- * writes nothing; that issue fills in this one function.
- */
-export async function recordRotationAudit(
-  _tx: Queryable,
-  _event: { actor: string; requestId: string; ip: string; details: Record<string, unknown> },
-): Promise<void> {}
-
-/**
  * Starts a rotation to this process's first key (POST /admin/v1/encryption/rotate). Starting one
  * while one runs restarts it toward this key: the rows it has not reached are simply read again.
  */
 export async function startRotation(
   deps: Pick<RotationDeps, 'db' | 'clock' | 'codeKey'>,
-  audit: { actor: string; requestId: string; ip: string },
+  actor: Actor,
 ): Promise<EncryptionStatus> {
   const target = keyId(deps.codeKey);
   await deps.db.transaction(async (tx) => {
@@ -116,10 +108,18 @@ export async function startRotation(
          finished_at = null, rows_rewritten = 0`,
       [target, deps.clock.now()],
     );
-    await recordRotationAudit(tx, {
-      ...audit,
-      details: { target_key_id: target, key_ids: ringKeyIds(deps.codeKey) },
-    });
+    // The audit row (contract 13.2) in the transaction that starts the rotation; key ids only.
+    await recordAudit(
+      tx,
+      actor,
+      {
+        action: 'encryption.rotate',
+        customerId: null,
+        target,
+        details: { target_key_id: target, key_ids: ringKeyIds(deps.codeKey) },
+      },
+      deps.clock,
+    );
   });
   return encryptionStatus(deps);
 }

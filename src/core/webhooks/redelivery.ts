@@ -11,12 +11,14 @@
 // sending leaves it `sending`; when its lease has run out the row is closed as a failed attempt
 // (error `connection`) and not sent again, since the receiver may have got it; the merchant sees
 // that attempt and may ask again. One row per request, so an attempt is never doubled.
-import type { Queryable } from '../../db/database.ts';
+import type { Database, Queryable } from '../../db/database.ts';
 import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
 import { type JobEvent, jobEventData } from '../jobs/view.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
 import { attemptErrorClass } from './attempt-errors.ts';
 import type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from './delivery.ts';
 import { loadRegistration } from './registration.ts';
@@ -47,8 +49,14 @@ export async function requestRedelivery(
   owner: EventOwner,
   eventId: string,
   requestedBy: string,
-): Promise<{ eventId: string }> {
-  const r = await db.query<{ found: boolean; registered: boolean; queued: string | null }>(
+): Promise<{ eventId: string; customerId: number; mode: Mode }> {
+  const r = await db.query<{
+    found: boolean;
+    registered: boolean;
+    queued: string | null;
+    customerId: number;
+    mode: Mode;
+  }>(
     `with e as (
        select id, customer_id, mode from webhook_events
         where id = $1 and ($2::bigint is null or (customer_id = $2 and mode = $3))
@@ -61,7 +69,8 @@ export async function requestRedelivery(
      )
      select exists (select 1 from e) as found,
             exists (select 1 from e join webhooks w on w.customer_id = e.customer_id and w.mode = e.mode) as registered,
-            (select id from ins) as queued`,
+            (select id from ins) as queued,
+            (select customer_id from e) as "customerId", (select mode from e) as mode`,
     [
       /^evt_[A-Za-z0-9]{20,64}$/.test(eventId) ? eventId : null,
       owner?.customerId ?? null,
@@ -77,7 +86,25 @@ export async function requestRedelivery(
   if (!row.registered) throw new ApiError('conflict', 'no webhook is registered for this mode');
   if (row.queued === null)
     throw new ApiError('conflict', 'a redelivery of this event is still in flight; wait for its result');
-  return { eventId };
+  return { eventId, customerId: row.customerId, mode: row.mode };
+}
+
+/** The operator's redelivery (POST /admin/v1/events/{id}/redeliver), with its audit row (13.2). */
+export async function requestRedeliveryAs(
+  deps: { db: Database; clock: Clock },
+  actor: Actor,
+  eventId: string,
+): Promise<{ eventId: string }> {
+  return deps.db.transaction(async (tx) => {
+    const r = await requestRedelivery(tx, deps.clock, null, eventId, 'operator');
+    await recordAudit(
+      tx,
+      actor,
+      { action: 'event.redeliver', customerId: r.customerId, target: eventId, details: { mode: r.mode } },
+      deps.clock,
+    );
+    return { eventId };
+  });
 }
 
 interface ClaimedRedelivery {

@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isoUtc } from '../../core/clock.ts';
 import { type EncryptionStatus, encryptionStatus, startRotation } from '../../core/crypto/rotation.ts';
+import { actorOf } from '../../http/admin-door.ts';
 import type { ServerContext } from '../../http/context.ts';
 
 function view(requestId: string, s: EncryptionStatus) {
@@ -25,9 +26,7 @@ export function registerAdminEncryptionRoutes(app: FastifyInstance, ctx: ServerC
 
   // 202: the rows are rewritten in the background (core/crypto/rotation.ts); GET shows progress.
   app.post('/admin/v1/encryption/rotate', async (request, reply) => {
-    // The operator's name arrives with the operators issue (contract 13.1); until then the
-    // bootstrap token is `root`.
-    const status = await startRotation(ctx, { actor: 'root', requestId: request.id, ip: request.ip });
+    const status = await startRotation(ctx, actorOf(request));
     return reply.code(202).send(view(request.id, status));
   });
 }

@@ -6,7 +6,8 @@ import { customerExists } from '../../core/accounts/accounts.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
 import { getEvent, listEvents } from '../../core/webhooks/event-log.ts';
-import { requestRedelivery } from '../../core/webhooks/redelivery.ts';
+import { requestRedeliveryAs } from '../../core/webhooks/redelivery.ts';
+import { actorOf } from '../../http/admin-door.ts';
 import { eventFilterFields } from '../events.ts';
 import { parseQuery } from './query.ts';
 import { customerIdParam, modeSchema } from './validation.ts';
@@ -37,7 +38,7 @@ export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) 
   });
 
   app.post<{ Params: { id: string } }>('/admin/v1/events/:id/redeliver', async (request, reply) => {
-    const r = await requestRedelivery(ctx.db, ctx.clock, null, request.params.id, 'operator');
+    const r = await requestRedeliveryAs(ctx, actorOf(request), request.params.id);
     ctx.webhooks?.wake();
     reply.code(202);
     return { ok: true, request_id: request.id, event_id: r.eventId };
