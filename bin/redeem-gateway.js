@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx's loader (Node 20 cannot run .ts by itself).
-import { register } from 'tsx/esm/api';
+// The `redeem-gateway` command (npm start, npm run cli): runs the compiled JavaScript in dist/,
+// building it first when it is missing or older than src/ (bin/build.js). One process, no
+// TypeScript loader: a signal sent to it reaches the server itself (contract 13.10).
+import { ensureBuilt } from './build.js';
 
-register();
-await import('../src/cli.ts');
+try {
+  ensureBuilt();
+} catch (err) {
+  process.stderr.write(`${err.message}\n`);
+  process.exit(1);
+}
+await import('../dist/cli.js');

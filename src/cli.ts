@@ -12,6 +12,9 @@ Commands:
   serve                 run the public API, the admin API and the workers (npm start)
   migrate               apply pending database migrations and exit
   admin <what> …        operator commands, a client of the admin API (redeem-gateway admin help)
+  backup --out FILE     copy the embedded database (through the admin API while the server runs)
+  restore --from FILE --data-dir DIR
+                        fill a new, empty data directory from a backup
   upstream-sim          run the upstream protocol simulator (redeem-gateway upstream-sim --help)
 
 Environment (defaults in brackets):
@@ -19,6 +22,8 @@ Environment (defaults in brackets):
   ADMIN_HOST, ADMIN_PORT        admin API listener [127.0.0.1, 8081]
   ADMIN_TOKEN                   operator token [generated into DATA_DIR/admin-token]
   DATABASE_URL                  postgres://… for PostgreSQL [unset: embedded PGlite in DATA_DIR]
+  DATABASE_POOL_MODE            session | transaction (DATABASE_URL is PgBouncer in transaction mode) [session]
+  DATABASE_DIRECT_URL           PostgreSQL itself, for migrations and LISTEN behind a pooler [DATABASE_URL]
   DATA_DIR                      embedded database, generated token and key [./data]
   CODE_ENCRYPTION_KEY           32 bytes, base64 [generated into DATA_DIR; required with PostgreSQL]
   ACTIVATOR                     sandbox | http, for live keys [sandbox]
@@ -40,11 +45,15 @@ Environment (defaults in brackets):
   DATABASE_STATEMENT_TIMEOUT_MS statement_timeout, 0 for none [5000]
   DATABASE_IDLE_TX_TIMEOUT_MS   idle_in_transaction_session_timeout, 0 for none [10000]
   SHUTDOWN_GRACE_MS             on SIGTERM/SIGINT, time to finish requests and jobs [25000]
+  DRAIN_DELAY_MS                on a stop, health says draining and all else is served this long first [0]
   JOB_CONCURRENCY               async jobs run at once per process [4]
   CODE_CONCURRENCY              codes of one job sent at once [5]
   WORKER_POLL_MS                job and webhook workers look for work this often when not woken [250]
   ADMIN_URL                     admin API address for "admin" commands [http://ADMIN_HOST:ADMIN_PORT]
 `;
+
+/** A signal this soon after the first is the same one delivered twice (see 'serve'). */
+const SIGNAL_ECHO_MS = 1000;
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -55,13 +64,16 @@ async function main(argv: string[]): Promise<void> {
       const running = await startServer(config, { announce: true });
       // Graceful stop (contract 12.4): drain, let jobs finish within SHUTDOWN_GRACE_MS, exit 0.
       // A second signal while draining stops at once (what was running is left to recovery).
-      let stopping = false;
+      let stoppingSince = 0;
       const stop = (signal: string) => {
-        if (stopping) {
+        if (stoppingSince) {
+          // Ctrl-C under `npm start` arrives twice: from the terminal (to the whole process
+          // group) and forwarded by npm. That echo is not an operator's second signal.
+          if (Date.now() - stoppingSince < SIGNAL_ECHO_MS) return;
           running.ctx.logger.warn({ signal }, 'second signal: stopping now');
           process.exit(1);
         }
-        stopping = true;
+        stoppingSince = Date.now();
         running.ctx.logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping gracefully');
         running.stop().then(
           () => {
@@ -82,8 +94,11 @@ async function main(argv: string[]): Promise<void> {
       const config = loadConfig();
       const { openDatabase, withoutDeadlines } = await import('./db/database.ts');
       const { migrate } = await import('./db/migrate.ts');
+      const { lockDataDir } = await import('./db/data-dir-lock.ts');
+      const lock = config.DATABASE_URL ? undefined : lockDataDir(resolve(config.DATA_DIR));
       const db = await openDatabase({
-        databaseUrl: config.DATABASE_URL,
+        // Behind a transaction pooler, migrations go to PostgreSQL itself.
+        databaseUrl: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL,
         dataDir: join(resolve(config.DATA_DIR), 'pglite'),
       });
       try {
@@ -93,12 +108,19 @@ async function main(argv: string[]): Promise<void> {
         );
       } finally {
         await db.close();
+        lock?.release();
       }
       return;
     }
     case 'admin': {
       const { runAdmin } = await import('./cli/admin.ts');
       await runAdmin(rest);
+      return;
+    }
+    case 'backup':
+    case 'restore': {
+      const { runBackup, runRestore } = await import('./cli/backup.ts');
+      await (command === 'backup' ? runBackup(rest) : runRestore(rest));
       return;
     }
     case 'upstream-sim': {

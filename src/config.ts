@@ -99,6 +99,15 @@ const schema = z
     DATABASE_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
       message: 'DATABASE_URL must start with postgres:// or postgresql://',
     }),
+    // Contract 13.10: PgBouncer in transaction mode in front, PostgreSQL itself for migrations/LISTEN.
+    DATABASE_DIRECT_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+      message: 'DATABASE_DIRECT_URL must start with postgres:// or postgresql://',
+    }),
+    DATABASE_POOL_MODE: optionalString
+      .transform((v) => v ?? 'session')
+      .pipe(
+        z.enum(['session', 'transaction'], { message: 'DATABASE_POOL_MODE must be session or transaction' }),
+      ),
     DATA_DIR: optionalString.transform((v) => v ?? './data'),
     CODE_ENCRYPTION_KEY: optionalString.refine(
       (v) => v === undefined || (/^[A-Za-z0-9+/]+=*$/.test(v) && Buffer.from(v, 'base64').length === 32),
@@ -201,6 +210,8 @@ const schema = z
       millis(v, 10_000, 'DATABASE_IDLE_TX_TIMEOUT_MS', ctx),
     ),
     SHUTDOWN_GRACE_MS: optionalString.transform((v, ctx) => millis(v, 25_000, 'SHUTDOWN_GRACE_MS', ctx)),
+    // Contract 13.10: health says "draining" this long before anything is refused (in the grace).
+    DRAIN_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'DRAIN_DELAY_MS', ctx)),
     JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
     CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
     WORKER_POLL_MS: optionalString.transform((v, ctx) => positiveInt(v, 250, 'WORKER_POLL_MS', ctx)),
@@ -247,6 +258,14 @@ const schema = z
         code: 'custom',
         path: ['ADMIN_HOST'],
         message: `ADMIN_HOST "${c.ADMIN_HOST}" is not a loopback address; set ADMIN_ALLOW_REMOTE=true to listen beyond this machine`,
+      });
+    }
+    if (c.DATABASE_POOL_MODE === 'transaction' && !(c.DATABASE_URL && c.DATABASE_DIRECT_URL)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DATABASE_POOL_MODE'],
+        message:
+          'DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler) and DATABASE_DIRECT_URL (PostgreSQL itself, for migrations and LISTEN)',
       });
     }
     if (c.DATABASE_URL && !c.CODE_ENCRYPTION_KEY) {

@@ -6,10 +6,11 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import { configureWebhookResolver } from './core/webhooks/resolver.ts';
+import { type DataDirLock, lockDataDir } from './db/data-dir-lock.ts';
 import type { Database } from './db/database.ts';
 import { buildAdminApp } from './http/admin-app.ts';
 import type { ServerContext } from './http/context.ts';
-import { type Draining, installDraining } from './http/draining.ts';
+import { announceDraining, type Draining, installDraining } from './http/draining.ts';
 import { API_VERSION, buildPublicApp } from './http/public-app.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics/registry.ts';
@@ -51,7 +52,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const dataDir = resolve(config.DATA_DIR);
   const { adminToken, codeKey } = loadSecrets(config, dataDir);
   configureWebhookResolver(config);
-  const db = await openServiceDatabase(config, dataDir, logger);
+  // One process per embedded database (contract 13.10): a second one exits naming the holder.
+  const dirLock = config.DATABASE_URL ? undefined : lockDataDir(dataDir);
+  const db = await openServiceDatabase(config, dataDir, logger).catch((err: unknown) => {
+    dirLock?.release();
+    throw err;
+  });
   let workers: Workers | undefined;
   let apps: FastifyInstance[] = [];
   let activators: Activators | undefined;
@@ -90,7 +96,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     if (opts.announce)
       announce({ publicUrl, adminUrl, demo, dataDir, tokenFromEnv: Boolean(config.ADMIN_TOKEN), db });
     let stopping: Promise<void> | undefined;
-    const parts = { apps, draining, workers, activators, db, logger };
+    const parts = { apps, draining, workers, activators, db, dirLock, logger };
     return {
       ctx,
       publicApp,
@@ -98,7 +104,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       publicUrl,
       adminUrl,
       stop() {
-        stopping ??= stopGracefully(parts, config.SHUTDOWN_GRACE_MS);
+        stopping ??= stopGracefully(parts, config.SHUTDOWN_GRACE_MS, config.DRAIN_DELAY_MS);
         return stopping;
       },
     };
@@ -111,14 +117,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     ]);
     await activators?.http?.close();
     await db.close().catch(() => undefined);
+    dirLock?.release();
     throw err;
   }
 }
 
 /**
- * Stop accepting (Fastify closes the listening sockets and idle connections); a new request on a
- * connection still open gets the contract's 503 from the draining gate. Requests in flight and
- * running jobs get what is left of the grace; then everything closes.
+ * Health says "draining" at once while everything else is still served for DRAIN_DELAY_MS (contract
+ * 13.10), so a load balancer takes the process out first. Then stop accepting (Fastify closes the
+ * listening sockets and idle connections); a new request on a connection still open gets the
+ * contract's 503 from the draining gate. Requests in flight and running jobs get what is left of
+ * the grace; then everything closes, and the embedded database's lock is released last.
  */
 async function stopGracefully(
   p: {
@@ -127,12 +136,15 @@ async function stopGracefully(
     workers: Workers;
     activators: Activators;
     db: Database;
+    dirLock: DataDirLock | undefined;
     logger: Logger;
   },
   graceMs: number,
+  drainDelayMs: number,
 ): Promise<void> {
   const started = Date.now();
   const left = () => Math.max(0, graceMs - (Date.now() - started));
+  await announceDraining(p.draining, Math.min(drainDelayMs, left()));
   for (const d of p.draining) d.start();
   const closed = Promise.allSettled(p.apps.map((a) => a.close()));
   const [stillRunning] = await Promise.all([
@@ -152,6 +164,7 @@ async function stopGracefully(
   await p.workers.stopRest();
   await p.activators.http?.close();
   await p.db.close();
+  p.dirLock?.release();
 }
 
 /** Waits for `p` for at most `ms`. */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { adminMain } from '../src/cli/admin.ts';
+import { databaseEnv } from './helpers/process.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const BIN = join(ROOT, 'bin', 'redeem-gateway.js');
@@ -121,7 +122,7 @@ beforeAll(async () => {
       LOG_LEVEL: 'warn',
       ...(process.env.DATABASE_URL
         ? {
-            DATABASE_URL: process.env.DATABASE_URL,
+            ...databaseEnv(),
             CODE_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
           }
         : {}),

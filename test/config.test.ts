@@ -10,7 +10,7 @@ import { createLogger } from '../src/logger.ts';
 import { startServer } from '../src/server.ts';
 import { ADMIN_TOKEN_FILE, ENCRYPTION_KEY_FILE } from '../src/start/secrets.ts';
 import { onPostgres } from './helpers/db.ts';
-import { freePort } from './helpers/process.ts';
+import { databaseEnv, freePort } from './helpers/process.ts';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const BIN = resolve(import.meta.dirname, '../bin/redeem-gateway.js');
@@ -139,6 +139,23 @@ describe('loadConfig', () => {
     expect(
       loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1/x', CODE_ENCRYPTION_KEY: KEY }).DATABASE_URL,
     ).toBe('postgres://postgres@127.0.0.1/x');
+  });
+
+  test('DATABASE_POOL_MODE=transaction needs DATABASE_DIRECT_URL; other modes are rejected', () => {
+    const pg = { DATABASE_URL: 'postgres://postgres@127.0.0.1:6432/x', CODE_ENCRYPTION_KEY: KEY };
+    expectRejected({ ...pg, DATABASE_POOL_MODE: 'transaction' }, 'DATABASE_POOL_MODE');
+    expectRejected({ ...pg, DATABASE_POOL_MODE: 'statement' }, 'DATABASE_POOL_MODE');
+    expectRejected({ ...pg, DATABASE_DIRECT_URL: 'mysql://x/y' }, 'DATABASE_DIRECT_URL');
+    const config = loadConfig({
+      ...pg,
+      DATABASE_POOL_MODE: 'transaction',
+      DATABASE_DIRECT_URL: 'postgres://postgres@127.0.0.1:5432/x',
+    });
+    expect([config.DATABASE_POOL_MODE, config.DATABASE_DIRECT_URL]).toEqual([
+      'transaction',
+      'postgres://postgres@127.0.0.1:5432/x',
+    ]);
+    expect(loadConfig(pg).DATABASE_POOL_MODE).toBe('session');
   });
 
   test('DATABASE_URL that is not PostgreSQL is rejected', () => {
@@ -329,7 +346,7 @@ describe('files of the data directory (contract 12.7)', () => {
       const running = await startServer(
         loadConfig({
           DATA_DIR: join(parent, 'pg'),
-          DATABASE_URL: process.env.DATABASE_URL!,
+          ...databaseEnv(),
           CODE_ENCRYPTION_KEY: KEY,
           ADMIN_TOKEN: 'config-test-admin-token-0123456789',
           PORT: String(await freePort()),

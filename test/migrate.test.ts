@@ -10,7 +10,8 @@ import { listMigrations, migrate } from '../src/db/migrate.ts';
 import { splitStatements } from '../src/db/sql-files.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/redeem-gateway.js');
-const DATABASE_URL = process.env.DATABASE_URL;
+// Migrations go to PostgreSQL itself, also when the suite runs through PgBouncer (contract 13.10).
+const DATABASE_URL = process.env.DATABASE_DIRECT_URL ?? process.env.DATABASE_URL;
 const onPostgres = Boolean(DATABASE_URL);
 
 async function recorded(db: Database) {

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
 import { isConnectionError } from './connection-errors.ts';
+import { type PoolMode, poolModeFromEnv } from './pool-mode.ts';
 
 export { isConnectionError };
 
@@ -38,6 +39,11 @@ export interface Database extends Queryable {
   close(): Promise<void>;
   /** The connection pool now, for metrics. PGlite has one connection and tells only that. */
   poolStats?(): PoolStats;
+  /**
+   * The embedded database's files as a gzip'd tarball, taken while no transaction is half-done
+   * (PGlite only; src/cli/backup.ts). PostgreSQL is backed up with its own tools.
+   */
+  dump?(): Promise<Blob>;
 }
 
 /**
@@ -123,6 +129,12 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     },
     close: () => db.close(),
     poolStats: () => ({ max: 1, total: 1 }),
+    async dump() {
+      // A checkpoint first, so a restore replays little WAL; then the files, inside a transaction
+      // of our own: PGlite runs every query and transaction under that lock, so none is half-done.
+      await db.query('checkpoint');
+      return db.transaction(() => db.dumpDataDir('gzip'));
+    },
   };
 }
 
@@ -139,6 +151,12 @@ export interface PostgresOptions {
   onConnectionError?: (err: Error) => void;
   /** The pool's connections' application_name (pg_stat_activity; the wake-up triggers send it). */
   applicationName?: string;
+  /**
+   * `transaction`: DATABASE_URL is a pooler in transaction mode (PgBouncer), where each
+   * transaction may run on another server connection: no named prepared statements, no
+   * session settings sent at connect (src/db/pool-mode.ts). Default: DATABASE_POOL_MODE.
+   */
+  poolMode?: PoolMode;
 }
 
 /** The message of a connection problem without the URL's password: for one-line start errors. */
@@ -152,6 +170,7 @@ export function describeConnectionError(err: unknown): string {
 }
 
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
+  const pooled = (options.poolMode ?? poolModeFromEnv()) === 'transaction';
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const idleTxMs = options.idleInTransactionTimeoutMs ?? 10_000;
   const onConnectionError = options.onConnectionError ?? (() => undefined);
@@ -163,13 +182,13 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...(statementTimeoutMs > 0
       ? {
-          statement_timeout: statementTimeoutMs,
+          ...(pooled ? {} : { statement_timeout: statementTimeoutMs }),
           // A silent network (no reset, no answer) is noticed by the client a little after the
           // server would have cancelled the statement.
           query_timeout: statementTimeoutMs + 1000,
         }
       : {}),
-    ...(idleTxMs > 0 ? { idle_in_transaction_session_timeout: idleTxMs } : {}),
+    ...(idleTxMs > 0 && !pooled ? { idle_in_transaction_session_timeout: idleTxMs } : {}),
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...(options.applicationName ? { application_name: options.applicationName } : {}),
@@ -201,7 +220,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       const r = await client.query({
         text: sql,
         values: params as unknown[],
-        ...(name ? { name } : {}),
+        ...(name && !pooled ? { name } : {}),
         // The longest timer Node keeps: in effect no client-side deadline.
         ...(unbounded ? { query_timeout: 2_147_483_647 } : {}),
       });

@@ -8,6 +8,12 @@ import { errorBody } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
 
 export interface Draining {
+  /**
+   * A stop has begun (contract 13.10): `GET /v1/health` answers 503 unavailable with
+   * `"status": "draining"`, so a load balancer takes the process out; everything else is still
+   * served until start().
+   */
+  announce(): void;
   /** From now on new requests get 503 unavailable and their connection closed. */
   start(): void;
   /** Requests being answered now. */
@@ -23,12 +29,14 @@ const RETRY_AFTER_SEC = 1;
 
 export function installDraining(server: Server, headers: Record<string, string> = {}): Draining {
   let draining = false;
+  let announced = false;
   const active = new Set<ServerResponse>();
   const waiters: Array<() => void> = [];
   const listeners = server.listeners('request') as RequestListener[];
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (draining) return refuse(res, headers);
+    if (draining) return refuse(res, headers, isHealth(req));
+    if (announced && isHealth(req)) return refuse(res, headers, true, false);
     active.add(res);
     res.once('close', () => {
       active.delete(res);
@@ -37,7 +45,11 @@ export function installDraining(server: Server, headers: Record<string, string> 
     for (const listener of listeners) listener.call(server, req, res);
   });
   return {
+    announce() {
+      announced = true;
+    },
     start() {
+      announced = true;
       // Answers in flight keep their connection: a client that sends its next request on it
       // gets the 503 (and the connection closed) instead of a reset it cannot tell from a crash.
       draining = true;
@@ -47,10 +59,23 @@ export function installDraining(server: Server, headers: Record<string, string> 
   };
 }
 
-function refuse(res: ServerResponse, headers: Record<string, string>) {
+/** The public health check, which load balancers poll (GET or HEAD, any query). */
+function isHealth(req: IncomingMessage): boolean {
+  return (req.method === 'GET' || req.method === 'HEAD') && /^\/v1\/health(\?|$)/.test(req.url ?? '');
+}
+
+function refuse(res: ServerResponse, headers: Record<string, string>, health = false, close = true) {
   const id = newRequestId();
-  const body = JSON.stringify(errorBody('unavailable', 'the server is shutting down; retry shortly', id));
-  res.shouldKeepAlive = false;
+  const body = JSON.stringify(
+    errorBody(
+      'unavailable',
+      'the server is shutting down; retry shortly',
+      id,
+      health ? { status: 'draining' } : {},
+    ),
+  );
+  // While only announced, the health checker's connection may stay: the process still serves.
+  res.shouldKeepAlive = !close;
   res.writeHead(503, {
     ...headers,
     'Content-Type': 'application/json; charset=utf-8',
@@ -58,7 +83,13 @@ function refuse(res: ServerResponse, headers: Record<string, string>) {
     'X-Request-Id': id,
     'Retry-After': String(RETRY_AFTER_SEC),
     'Cache-Control': 'no-store',
-    Connection: 'close',
+    ...(close ? { Connection: 'close' } : {}),
   });
   res.end(body);
+}
+
+/** Tells load balancers the process is going (health 503 draining) and waits `delayMs`. */
+export async function announceDraining(gates: readonly Draining[], delayMs: number): Promise<void> {
+  for (const gate of gates) gate.announce();
+  if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
 }

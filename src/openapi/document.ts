@@ -403,7 +403,10 @@ function buildDocument() {
           operationId: 'health',
           tags: ['Service'],
           summary: 'Service health',
-          description: 'No key. 503 unavailable when the database does not answer.',
+          description:
+            'No key. 503 unavailable when the database does not answer, and 503 unavailable with ' +
+            '`"status": "draining"` from the moment the process begins to stop (take it out of the ' +
+            'load balancer; other requests are still served for DRAIN_DELAY_MS).',
           security: PUBLIC,
           responses: {
             '200': {

@@ -157,6 +157,10 @@ export function errorBody(codes?: readonly string[]): JsonSchema {
       },
       subscription_expired_at: { ...TIMESTAMP, description: 'With subscription_expired.' },
       job_id: { ...JOB_ID, description: 'With job_interrupted (a replayed key of an interrupted job).' },
+      status: {
+        const: 'draining',
+        description: 'With unavailable from GET /v1/health once the process has begun to stop.',
+      },
     },
   };
 }

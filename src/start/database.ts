@@ -4,15 +4,9 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { INSTANCE_ID } from '../core/instance.ts';
-import {
-  type Database,
-  describeConnectionError,
-  isConnectionError,
-  openDatabase,
-  withoutDeadlines,
-} from '../db/database.ts';
+import { type Database, describeConnectionError, isConnectionError, openDatabase } from '../db/database.ts';
 import { processApplicationName } from '../db/listener.ts';
-import { migrate } from '../db/migrate.ts';
+import { migrateDirect } from '../db/migrate-direct.ts';
 import { ensurePrivateDir } from './secrets.ts';
 
 export class DatabaseUnreachableError extends Error {
@@ -38,6 +32,7 @@ export async function openServiceDatabase(
       connectTimeoutMs: config.DATABASE_TIMEOUT_MS,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
       idleInTransactionTimeoutMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+      poolMode: config.DATABASE_POOL_MODE,
       // Names this process's writes in its wake-up notifications (src/db/listener.ts).
       applicationName: processApplicationName(INSTANCE_ID),
       onConnectionError(err) {
@@ -56,8 +51,8 @@ export async function openServiceDatabase(
     throw err;
   });
   try {
-    // A migration may build an index on a large table or wait for another process's lock.
-    const applied = await migrate(withoutDeadlines(db));
+    // On PostgreSQL itself when DATABASE_URL is a transaction pooler (DATABASE_DIRECT_URL).
+    const applied = await migrateDirect(config, db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     return db;
   } catch (err) {

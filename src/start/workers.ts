@@ -9,6 +9,7 @@ import { type JobWorker, startJobWorker } from '../core/jobs/worker.ts';
 import { sweepOnce } from '../core/sweeper/passes.ts';
 import { startWebhookWorker, type WebhookWorker } from '../core/webhooks/worker.ts';
 import { type Listener, processApplicationName, startListener } from '../db/listener.ts';
+import { directUrl } from '../db/pool-mode.ts';
 
 export interface Workers {
   /** Wakes the job worker (a job was queued by this process). */
@@ -50,7 +51,7 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
   // only one, and it wakes its own workers).
   if (ctx.db.kind === 'postgres' && config.DATABASE_URL)
     listener = startListener({
-      url: config.DATABASE_URL,
+      url: directUrl(config)!,
       channels: {
         redeem_job_queued: () => worker?.wake(),
         redeem_webhook_event: () => webhookWorker?.wake(),

@@ -7,10 +7,12 @@ import { afterAll, inject } from 'vitest';
 import { databaseUrl } from './global-setup.ts';
 
 const base = process.env.DATABASE_URL;
+// PgBouncer in front (DATABASE_POOL_MODE=transaction): made on PostgreSQL itself, used through both.
+const direct = process.env.DATABASE_DIRECT_URL;
 const template = inject('pgTemplate');
 if (base && template) {
   const name = `${template}_f${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
+  const admin = new pg.Client({ connectionString: direct ?? base });
   await admin.connect();
   // Two files cloning at the same moment can find the template busy: try again shortly.
   for (let attempt = 0; ; attempt++) {
@@ -23,8 +25,10 @@ if (base && template) {
     }
   }
   process.env.DATABASE_URL = databaseUrl(base, name);
+  if (direct) process.env.DATABASE_DIRECT_URL = databaseUrl(direct, name);
   afterAll(async () => {
     process.env.DATABASE_URL = base;
+    if (direct) process.env.DATABASE_DIRECT_URL = direct;
     await admin.query(`drop database if exists ${name} with (force)`);
     await admin.end();
   });

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { ensureBuilt } from '../../bin/build.js';
 import { openPglite, openPostgres } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 
@@ -16,13 +17,18 @@ export function databaseUrl(base: string, name: string): string {
 }
 
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
-  const base = process.env.DATABASE_URL;
+  // Server processes run the compiled build (bin/redeem-gateway.js): built once here, before
+  // the test files start them in parallel.
+  ensureBuilt();
+  // Behind PgBouncer (DATABASE_POOL_MODE=transaction) databases are made and dropped on
+  // PostgreSQL itself: the pooler keeps server connections to a database open after use.
+  const base = process.env.DATABASE_DIRECT_URL ?? process.env.DATABASE_URL;
   if (base) {
     const template = `rgtest_${process.pid}_${Date.now().toString(36)}`;
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
     await admin.query(`create database ${template}`);
-    const db = await openPostgres(databaseUrl(base, template));
+    const db = await openPostgres(databaseUrl(base, template), { poolMode: 'session' });
     try {
       await migrate(db);
     } finally {

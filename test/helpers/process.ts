@@ -92,6 +92,13 @@ function checkFetchedResponses() {
   };
 }
 
+/** The test file's PostgreSQL settings for a server process ({} on PGlite). */
+export function databaseEnv(): Record<string, string> {
+  const names = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_POOL_MODE'] as const;
+  if (!process.env.DATABASE_URL) return {};
+  return Object.fromEntries(names.flatMap((n) => (process.env[n] ? [[n, process.env[n]!]] : [])));
+}
+
 /** Starts a server and waits until both listeners answer. */
 export async function startServerProcess(opts: {
   dataDir: string;
@@ -101,8 +108,9 @@ export async function startServerProcess(opts: {
   const template = process.env.DATABASE_URL ? '' : inject('pgliteTemplate');
   const pgliteDir = join(opts.dataDir, 'pglite');
   if (template && !existsSync(pgliteDir)) cpSync(template, pgliteDir, { recursive: true });
-  const port = await freePort();
-  const adminPort = await freePort();
+  // Fixed ports when the caller gives them (a restart behind a load balancer), else free ones.
+  const port = opts.env?.PORT ? Number(opts.env.PORT) : await freePort();
+  const adminPort = opts.env?.ADMIN_PORT ? Number(opts.env.ADMIN_PORT) : await freePort();
   let out = '';
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
@@ -113,7 +121,7 @@ export async function startServerProcess(opts: {
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     LOG_LEVEL: 'warn',
     CODE_ENCRYPTION_KEY: TEST_CODE_KEY,
-    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    ...databaseEnv(),
     ...opts.env,
   };
   const child = spawn(process.execPath, [join(ROOT, 'bin', 'redeem-gateway.js'), 'serve'], {

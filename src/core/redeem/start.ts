@@ -112,7 +112,6 @@ export async function startRedeem(
 ): Promise<StartResult> {
   const now = deps.clock.now();
   const req = input.request;
-  const checks = input.checks;
   const day = utcDay(now);
   const leaseUntil = new Date(now.getTime() + LEASE_MS);
   const expiresAt = new Date(now.getTime() + IDEMPOTENCY_TTL_MS);
@@ -134,44 +133,80 @@ export async function startRedeem(
     input.idempotencyKey,
     input.fingerprint,
   ];
-  const jobId = newJobId();
-  if (req.source === 'codes') {
-    const codes = req.codes.map((code, position) => ({
-      position,
-      code,
-      stockId: null,
-      category: null,
-      uc: null,
-    }));
-    const r = await unconfirmed(deps, jobId, () =>
-      deps.db.query<{ r: StartRow }>(
-        `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-                             $20, $21, $22, $23) as r`,
-        [
-          ...beginArgs({
-            keyId: checks?.keyId ?? null,
-            recheckKey: checks?.recheckKey ?? false,
-            burst: checks?.burst ?? false,
-          }),
-          jobId,
-          day,
-          input.requestId,
-          req.async,
-          req.source,
-          req.playerId,
-          req.reference ?? null,
-          INSTANCE_ID,
-          leaseUntil,
-          expiresAt,
-          sending,
-          JSON.stringify(codes.map((c) => codeParam(deps, caller, c))),
-        ],
-        'redeem_start',
-      ),
-    );
-    return startResult(caller, req, r.rows[0]!.r, now, codes);
-  }
+  const step: Phase1 = { now, day, leaseUntil, expiresAt, sending, beginArgs, jobId: newJobId() };
+  return req.source === 'codes'
+    ? startWithCodes(deps, caller, input, step, req)
+    : startFromStock(deps, caller, input, step, req);
+}
 
+/** What phase 1 computes once for either path: the times, the job id, redeem_begin's arguments. */
+interface Phase1 {
+  now: Date;
+  day: string;
+  leaseUntil: Date;
+  expiresAt: Date;
+  /** How many of a sync job's first codes this commit marks `sending`. */
+  sending: number;
+  beginArgs: (c: { keyId: string | null; recheckKey: boolean; burst: boolean }) => unknown[];
+  jobId: string;
+}
+
+type StartInput = Parameters<typeof startRedeem>[2];
+
+/** The caller's own codes: one statement, redeem_start, which also re-checks the key and takes the burst slot. */
+async function startWithCodes(
+  deps: RedeemDeps,
+  caller: Caller,
+  input: StartInput,
+  { now, day, leaseUntil, expiresAt, sending, beginArgs, jobId }: Phase1,
+  req: Extract<RedeemRequest, { source: 'codes' }>,
+): Promise<StartResult> {
+  const checks = input.checks;
+  const codes = req.codes.map((code, position) => ({
+    position,
+    code,
+    stockId: null,
+    category: null,
+    uc: null,
+  }));
+  const r = await unconfirmed(deps, jobId, () =>
+    deps.db.query<{ r: StartRow }>(
+      `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                           $20, $21, $22, $23) as r`,
+      [
+        ...beginArgs({
+          keyId: checks?.keyId ?? null,
+          recheckKey: checks?.recheckKey ?? false,
+          burst: checks?.burst ?? false,
+        }),
+        jobId,
+        day,
+        input.requestId,
+        req.async,
+        req.source,
+        req.playerId,
+        req.reference ?? null,
+        INSTANCE_ID,
+        leaseUntil,
+        expiresAt,
+        sending,
+        JSON.stringify(codes.map((c) => codeParam(deps, caller, c))),
+      ],
+      'redeem_start',
+    ),
+  );
+  return startResult(caller, req, r.rows[0]!.r, now, codes);
+}
+
+/** Stock: redeem_begin, the reservation and the chooser, then redeem_create_job, in one transaction. */
+async function startFromStock(
+  deps: RedeemDeps,
+  caller: Caller,
+  input: StartInput,
+  { now, day, leaseUntil, expiresAt, sending, beginArgs, jobId }: Phase1,
+  req: Exclude<RedeemRequest, { source: 'codes' }>,
+): Promise<StartResult> {
+  const checks = input.checks;
   // Stock: the burst slot first, on its own (a refusal after stock was reserved rolls the whole
   // transaction back, and the slot must stay counted); a cached key is authenticated again first.
   if (checks?.recheckKey) return { kind: 'recheck' };

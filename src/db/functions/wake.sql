@@ -20,3 +20,7 @@ for each row when (new.status = 'queued') execute function notify_wake('redeem_j
 
 create or replace trigger webhook_events_notify after insert on webhook_events
 for each statement execute function notify_wake('redeem_webhook_event');
+
+-- A redelivery queued by any process wakes every webhook worker (contract 13.6).
+create or replace trigger webhook_redeliveries_notify after insert on webhook_redeliveries
+for each statement execute function notify_wake('redeem_webhook_event');

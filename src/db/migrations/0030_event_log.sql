@@ -34,6 +34,4 @@ create unique index webhook_redeliveries_open on webhook_redeliveries (event_id)
 create index webhook_redeliveries_event on webhook_redeliveries (event_id);
 create index webhook_redeliveries_due on webhook_redeliveries (requested_at) where state = 'queued';
 
--- Another process's worker wakes at once, as for a new event (migration 0012's function).
-create trigger webhook_redeliveries_notify after insert on webhook_redeliveries
-for each statement execute function notify_wake('redeem_webhook_event');
+-- Another process's worker wakes at once: the trigger is in src/db/functions/wake.sql.

@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SessionStore } from '../../console/session.ts';
 import type { ServerContext } from '../../http/context.ts';
+import { registerAdminBackupRoute } from './backup.ts';
 import { registerConsoleRoutes } from './console.ts';
 import { registerAdminCustomerRoutes } from './customers.ts';
 import { registerAdminEventRoutes } from './events.ts';
@@ -24,5 +25,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminUsageRoutes(app, ctx);
   registerAdminEventRoutes(app, ctx);
   registerAdminStatementRoutes(app, ctx);
+  registerAdminBackupRoute(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }
