@@ -10,6 +10,7 @@ import type { BreakerState } from '../activators/circuit-breaker.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
+import { registerWebhookGauges } from './webhook-gauges.ts';
 
 export type Listener = 'public' | 'admin';
 /** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
@@ -171,6 +172,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     buckets: ACTIVATOR_BUCKETS,
     registers,
   });
+  registerWebhookGauges(registers, opts.db);
   const breakers = new Map<string, () => BreakerState>();
   new Gauge({
     name: `${PREFIX}activator_breaker_state`,

@@ -45,9 +45,7 @@ export async function deliverDueEvents(
   // Redeliveries (contract 13.6) run beside the schedule, never as part of it.
   // The sender is handed over so redelivery.ts needs nothing of this file at run time.
   const redelivered = runDueRedeliveries(deps, opts, { send: sendAttempt, envelope: envelopeBody }, stop);
-  await Promise.all(
-    claimed.map((evt) => deliverEvent(deps, opts, evt, stop)),
-  );
+  await Promise.all(claimed.map((evt) => deliverEvent(deps, opts, evt, stop)));
   return claimed.length + (await redelivered);
 }
 
@@ -62,7 +60,10 @@ export async function deliverEvent(
     await sendAndRecord(deps, opts, evt, stop);
   } catch (err) {
     // The lease runs out and the event is taken again as its next attempt.
-    deps.logger.error({ err, eventId: evt.id, attempt: evt.attempts }, 'webhook attempt could not be recorded');
+    deps.logger.error(
+      { err, eventId: evt.id, attempt: evt.attempts },
+      'webhook attempt could not be recorded',
+    );
   }
 }
 

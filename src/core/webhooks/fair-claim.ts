@@ -12,7 +12,12 @@
 // pending index, so a claim costs the same behind a backlog of a hundred or of a million.
 import type { Mode } from '../accounts/accounts.ts';
 import type { JobEvent } from '../jobs/view.ts';
-import { type ClaimedEvent, type Deps, FAILING_RECEIVER_THRESHOLD, PER_CUSTOMER_ATTEMPTS } from './worker-types.ts';
+import {
+  type ClaimedEvent,
+  type Deps,
+  FAILING_RECEIVER_THRESHOLD,
+  PER_CUSTOMER_ATTEMPTS,
+} from './worker-types.ts';
 
 /** A customer's attempts in flight now, of every process (`o` is the row naming the customer). */
 const RUNNING_OF = (o: string) => `(
