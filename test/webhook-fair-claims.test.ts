@@ -106,7 +106,11 @@ describe('the resolver slots', () => {
     const a = await Promise.all([0, 1, 2, 3].map(() => slots.acquire('customer:a', never)));
     expect(a.every((r) => r !== null)).toBe(true); // alone, a key may use them all
     const granted: string[] = [];
-    const wait = (key: string) => slots.acquire(key, never).then((r) => (granted.push(key), r));
+    const wait = async (key: string) => {
+      const release = await slots.acquire(key, never);
+      granted.push(key);
+      return release;
+    };
     const waiting = [wait('customer:a'), wait('customer:a'), wait('customer:b'), wait('customer:b')];
     expect(slots.stats()).toEqual({ active: 4, queued: 4, peakActive: 4 });
     a[0]!();

@@ -86,6 +86,46 @@ async function metric(name: string): Promise<number | undefined> {
   return line === undefined ? undefined : Number(line.split(' ')[1]);
 }
 
+/** `n` async jobs of the customer ended, each with its event pending (waits for the events). */
+async function backlog(m: { customerId: number; key: string }, n: number) {
+  // Four keys, so that the burst limit (30 per key in 10 s) lets them through.
+  const keys = [m.key];
+  for (let i = 0; i < 3; i++) {
+    const path = `/admin/v1/customers/${m.customerId}/keys`;
+    keys.push((await adminHttp<{ key: string }>(server, 'POST', path, { mode: 'test' })).key);
+  }
+  for (let i = 0; i < n; i++) await asyncRedeem(keys[i % keys.length]!);
+  await waitUntil(
+    `${n} events`,
+    async () => {
+      const res = await fetch(`${server.url}/v1/events?limit=100&state=pending`, { headers: bearer(m.key) });
+      return ((await res.json()) as { events: unknown[] }).events.length === n ? true : undefined;
+    },
+    60_000,
+  );
+}
+
+/** `n` async jobs one after another; each delivery timed from the 202 and from the job seen ended. */
+async function timeDeliveries(key: string, receiver: Receiver, n: number) {
+  const fromAccepted: number[] = [];
+  const fromEnded: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const accepted = Date.now();
+    const jobId = await asyncRedeem(key);
+    const ended = await waitUntil(
+      'job ended',
+      async () => (['queued', 'running'].includes(await jobStatus(key, jobId)) ? undefined : Date.now()),
+      20_000,
+    );
+    const [got] = (await receiver.waitFor(i + 1, { timeoutMs: 20_000 })).slice(i);
+    expect(got!.answered).toBe(200);
+    expect(got!.verdict).toBeNull();
+    fromAccepted.push(got!.receivedAt - accepted);
+    fromEnded.push(Math.max(0, got!.receivedAt - ended));
+  }
+  return { fromAccepted, fromEnded };
+}
+
 describe('one customer with a receiver that never answers', () => {
   test('another customer is delivered at once; the backlog and the backed-off receiver show in the metrics', {
     timeout: 180_000,
@@ -101,48 +141,13 @@ describe('one customer with a receiver that never answers', () => {
     expect(reg.status).toBe(200);
     receiver.secret = reg.json.secret as string;
 
-    // A's backlog: 100 async jobs ended, each with its event pending for the silent receiver.
-    // Four keys of A, so that the burst limit (30 per key in 10 s) lets the 100 through.
-    const aKeys = [a.key];
-    for (let i = 0; i < 3; i++)
-      aKeys.push(
-        (
-          await adminHttp<{ key: string }>(server, 'POST', `/admin/v1/customers/${a.customerId}/keys`, {
-            mode: 'test',
-          })
-        ).key,
-      );
-    for (let i = 0; i < 100; i++) await asyncRedeem(aKeys[i % aKeys.length]!);
-    await waitUntil(
-      "A's 100 events",
-      async () => {
-        const res = await fetch(`${server.url}/v1/events?limit=100&state=pending`, {
-          headers: bearer(a.key),
-        });
-        const n = ((await res.json()) as { events: unknown[] }).events.length;
-        return n === 100 ? true : undefined;
-      },
-      60_000,
-    );
-    expect(await metric('redeem_gateway_webhook_events_pending{state="sending"}')).toBe(4);
+    await backlog(a, 100);
+    // A's first attempts hang (at most 4 at once, the customer's limit).
+    const sending = await metric('redeem_gateway_webhook_events_pending{state="sending"}');
+    expect(sending).toBeGreaterThanOrEqual(1);
+    expect(sending).toBeLessThanOrEqual(4);
 
-    // B's jobs, one after another; each delivery timed from the job's 202 and from its observed end.
-    const fromAccepted: number[] = [];
-    const fromEnded: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const accepted = Date.now();
-      const jobId = await asyncRedeem(b.key);
-      const ended = await waitUntil(
-        'B job ended',
-        async () => (['queued', 'running'].includes(await jobStatus(b.key, jobId)) ? undefined : Date.now()),
-        20_000,
-      );
-      const [got] = (await receiver.waitFor(i + 1, { timeoutMs: 20_000 })).slice(i);
-      expect(got!.answered).toBe(200);
-      expect(got!.verdict).toBeNull();
-      fromAccepted.push(got!.receivedAt - accepted);
-      fromEnded.push(Math.max(0, got!.receivedAt - ended));
-    }
+    const { fromAccepted, fromEnded } = await timeDeliveries(b.key, receiver, 5);
     console.log(
       `noisy neighbour: B delivered ${fromAccepted.join(', ')} ms after its 202 ` +
         `(${fromEnded.join(', ')} ms after the job was seen ended); A: 100 events behind a silent receiver`,
