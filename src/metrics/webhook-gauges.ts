@@ -33,10 +33,11 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 }
 
 export function registerWebhookGauges(registers: Registry[], db: Pick<Database, 'query'>): void {
-  // One query serves every gauge of a scrape; each gauge's collect asks for the same promise.
+  // One query serves every gauge of a scrape: the first gauge's collect starts it (a scrape calls
+  // the collects in registration order, at once), the other gauges' collects await the same one.
   let current: Promise<Backlog> | null = null;
-  const read = () => {
-    current ??= withTimeout(
+  const query = () => {
+    current = withTimeout(
       db
         .query<Backlog>(
           `select count(*) filter (where next_attempt_at <= now() and (locked_until is null or locked_until <= now()))::int as due,
@@ -51,9 +52,10 @@ export function registerWebhookGauges(registers: Registry[], db: Pick<Database, 
         )
         .then((r) => r.rows[0]!),
       QUERY_TIMEOUT_MS,
-    ).finally(() => setTimeout(() => (current = null), 0));
+    );
     return current;
   };
+  const read = () => current ?? query();
 
   new Gauge({
     name: `${PREFIX}webhook_events_pending`,
@@ -62,7 +64,7 @@ export function registerWebhookGauges(registers: Registry[], db: Pick<Database, 
     registers,
     async collect() {
       try {
-        const b = await read();
+        const b = await query();
         for (const state of PENDING_STATES) this.set({ state }, b[state]);
       } catch {
         this.reset();
