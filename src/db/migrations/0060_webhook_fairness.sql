@@ -9,6 +9,8 @@ create index webhook_events_pending_owner on webhook_events (customer_id, mode, 
 -- Attempts in flight (a lease not run out) per customer, counted by every process's claim.
 create index webhook_events_leased on webhook_events (customer_id)
   where state = 'pending' and locked_until is not null;
+-- Redeliveries being sent (counted by the same claim; the table keeps every past redelivery).
+create index webhook_redeliveries_sending on webhook_redeliveries (event_id) where state = 'sending';
 
 -- Round-robin between customers, as job_claim_turns (migration 0015) does for jobs: the customer
 -- whose last claim is the oldest goes first (never claimed: first of all). A sequence number, not
