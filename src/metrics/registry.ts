@@ -11,6 +11,7 @@ import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 import { registerEncryptionMetrics } from './encryption-metrics.ts';
+import { registerWebhookGauges } from './webhook-gauges.ts';
 
 export type Listener = 'public' | 'admin';
 /** What became of a webhook attempt: delivered, failed with a retry due, failed for the last time. */
@@ -172,6 +173,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     buckets: ACTIVATOR_BUCKETS,
     registers,
   });
+  registerWebhookGauges(registers, opts.db);
   const breakers = new Map<string, () => BreakerState>();
   new Gauge({
     name: `${PREFIX}activator_breaker_state`,

@@ -8,7 +8,7 @@ import { INSTANCE_ID, SWEEP_MS } from '../core/instance.ts';
 import { recoverOrphanedJobs } from '../core/jobs/recovery.ts';
 import { type JobWorker, startJobWorker } from '../core/jobs/worker.ts';
 import { sweepOnce } from '../core/sweeper/passes.ts';
-import { startWebhookWorker, type WebhookWorker } from '../core/webhooks/delivery.ts';
+import { startWebhookWorker, type WebhookWorker } from '../core/webhooks/worker.ts';
 import { type Listener, processApplicationName, startListener } from '../db/listener.ts';
 import { directUrl } from '../db/pool-mode.ts';
 

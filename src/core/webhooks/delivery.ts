@@ -6,161 +6,68 @@
 // the host and connects only to the addresses it checked. Pending rows survive a restart.
 import type { LookupAddress } from 'node:dns';
 import { Agent, request } from 'undici';
-import type { Queryable } from '../../db/database.ts';
 import { redactQueryValues } from '../../logger.ts';
-import type { Mode } from '../accounts/accounts.ts';
-import { startBackgroundLoop } from '../background-loop.ts';
-import type { AppContext } from '../context.ts';
-import { type JobEvent, jobEventData } from '../jobs/view.ts';
+import { jobEventData } from '../jobs/view.ts';
 import { attemptErrorClass } from './attempt-errors.ts';
+import { claimDueEventsFairly } from './fair-claim.ts';
 import { runDueRedeliveries } from './redelivery.ts';
 import { loadRegistration } from './registration.ts';
 import { signatureHeader } from './signing.ts';
-import {
-  BlockedTargetError,
-  type LookupFn,
-  type ResolvedAddress,
-  resolveWebhookTarget,
-} from './url-guard.ts';
+import { BlockedTargetError, type ResolvedAddress, resolveWebhookTarget } from './url-guard.ts';
+import type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from './worker-types.ts';
+
+export type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from './worker-types.ts';
+// The worker loop lives in worker.ts (fair claims, each attempt on its own).
 
 /** A delivery is retried up to 3 times (contract section 7): 4 attempts in all. */
 export const MAX_ATTEMPTS = 4;
-
-export interface WebhookWorkerOptions {
-  /** Pause between looks for due events when there is nothing to do. Default 300 ms. */
-  pollMs?: number;
-  /** Events claimed and sent at once. Default 10. */
-  batchSize?: number;
-  /** How long a claimed event stays reserved for this process. Default 60 s (over the timeout). */
-  leaseMs?: number;
-  /** A 2xx must arrive within this. Default 10 s. */
-  timeoutMs?: number;
-  /** Host name resolution (tests inject one). Default: the shared webhook resolver (resolver.ts). */
-  lookup?: LookupFn;
-  /** Certificate authorities to trust instead of Node's (tests only; operators use NODE_EXTRA_CA_CERTS). */
-  ca?: string | Buffer;
-  /** Longest pause after the loop itself failed (database down). Default 30 s. */
-  maxBackoffMs?: number;
-}
-
-export interface WebhookWorker {
-  /** Look for due events now instead of at the next poll. */
-  wake(): void;
-  /** Claims and sends what is due once; resolves to the number of events handled. */
-  runOnce(): Promise<number>;
-  /** Stops the loop, aborts attempts in flight (they count as failed and are retried) and waits. */
-  stop(): Promise<void>;
-}
-
-export type Deps = Pick<AppContext, 'db' | 'config' | 'clock' | 'logger' | 'codeKey'> &
-  Partial<Pick<AppContext, 'metrics'>>;
-
-export interface ClaimedEvent {
-  id: string;
-  customerId: number;
-  mode: Mode;
-  jobId: string;
-  event: JobEvent;
-  createdAt: Date;
-  attempts: number;
-}
-
-export interface AttemptOutcome {
-  status: number | null;
-  error: string | null;
-  url: string;
-}
 
 /** The pause before retry `attempt + 1` after attempt `attempt` failed, from WEBHOOK_RETRY_DELAYS. */
 export function retryDelaySeconds(delays: readonly number[], attempt: number): number {
   return delays[Math.min(attempt - 1, delays.length - 1)] ?? 60;
 }
 
-/** Starts the loop. On the embedded database, where only this process runs, leases left by a killed process are released first. */
-export function startWebhookWorker(deps: Deps, opts: WebhookWorkerOptions = {}): WebhookWorker {
-  const stopping = new AbortController();
-  const runOnce = () => deliverDueEvents(deps, opts, stopping.signal);
-  let leasesReleased = deps.db.kind !== 'pglite';
-  const loop = startBackgroundLoop({
-    name: 'webhook worker',
-    intervalMs: opts.pollMs ?? 300,
-    maxBackoffMs: opts.maxBackoffMs ?? 30_000,
-    logger: deps.logger,
-    async pass() {
-      if (!leasesReleased) {
-        await releaseLeases(deps.db);
-        leasesReleased = true;
-      }
-      // A full batch means more may be due: go again at once.
-      return (await runOnce()) >= (opts.batchSize ?? 10);
-    },
-  });
-
-  return {
-    wake: () => loop.wake(),
-    runOnce,
-    async stop() {
-      stopping.abort();
-      await loop.stop();
-    },
-  };
-}
-
-/** Leases held by a process that no longer exists (embedded database: only this process runs). */
-async function releaseLeases(db: Queryable): Promise<void> {
-  await db.query(
-    `update webhook_events set locked_until = null where state = 'pending' and locked_until is not null`,
-  );
-}
-
-/** One pass: claims due events and sends them concurrently. Returns how many were claimed. */
+/**
+ * One pass that waits for everything it claimed (tests and tools drive deliveries with it; the
+ * worker loop in worker.ts runs each attempt on its own instead). Claims fairly, up to
+ * `batchSize`. Returns how many attempts were claimed.
+ */
 export async function deliverDueEvents(
   deps: Deps,
   opts: WebhookWorkerOptions,
   stop?: AbortSignal,
 ): Promise<number> {
-  const claimed = await claimDueEvents(deps, opts.batchSize ?? 10, opts.leaseMs ?? 60_000);
+  const claimed = await claimDueEventsFairly(deps, {
+    limit: opts.batchSize ?? 10,
+    leaseMs: opts.leaseMs ?? 60_000,
+    perCustomer: opts.perCustomer,
+  });
   // Redeliveries (contract 13.6) run beside the schedule, never as part of it.
   // The sender is handed over so redelivery.ts needs nothing of this file at run time.
   const redelivered = runDueRedeliveries(deps, opts, { send: sendAttempt, envelope: envelopeBody }, stop);
-  await Promise.all(
-    claimed.map((evt) =>
-      deliverEvent(deps, opts, evt, stop).catch((err: unknown) => {
-        // The lease runs out and the event is taken again as its next attempt.
-        deps.logger.error(
-          { err, eventId: evt.id, attempt: evt.attempts },
-          'webhook attempt could not be recorded',
-        );
-      }),
-    ),
-  );
+  await Promise.all(claimed.map((evt) => deliverEvent(deps, opts, evt, stop)));
   return claimed.length + (await redelivered);
 }
 
-/** Takes due events and their attempt numbers in one statement (SKIP LOCKED + lease). */
-async function claimDueEvents(deps: Deps, limit: number, leaseMs: number): Promise<ClaimedEvent[]> {
-  const now = deps.clock.now();
-  const r = await deps.db.query<ClaimedEvent>(
-    `update webhook_events e
-        set attempts = e.attempts + 1, locked_until = $2
-      where e.id in (
-        select id from webhook_events
-         where state = 'pending' and next_attempt_at <= $1 and (locked_until is null or locked_until <= $1)
-           -- A disabled customer's webhooks are not sent (contract 13.8).
-           and not exists (select 1 from customers c
-                            where c.id = webhook_events.customer_id and c.disabled_at is not null)
-         order by next_attempt_at
-         limit $3
-         for update skip locked)
-      returning e.id, e.customer_id as "customerId", e.mode, e.job_id as "jobId", e.event,
-                e.created_at as "createdAt", e.attempts`,
-    [now, new Date(now.getTime() + leaseMs), limit],
-    'webhook_claim_due',
-  );
-  return r.rows;
+/** Sends one claimed attempt and records it; a failure to record is logged, never thrown. */
+export async function deliverEvent(
+  deps: Deps,
+  opts: WebhookWorkerOptions,
+  evt: ClaimedEvent,
+  stop?: AbortSignal,
+): Promise<void> {
+  try {
+    await sendAndRecord(deps, opts, evt, stop);
+  } catch (err) {
+    // The lease runs out and the event is taken again as its next attempt.
+    deps.logger.error(
+      { err, eventId: evt.id, attempt: evt.attempts },
+      'webhook attempt could not be recorded',
+    );
+  }
 }
 
-async function deliverEvent(deps: Deps, opts: WebhookWorkerOptions, evt: ClaimedEvent, stop?: AbortSignal) {
+async function sendAndRecord(deps: Deps, opts: WebhookWorkerOptions, evt: ClaimedEvent, stop?: AbortSignal) {
   const log = deps.logger.child({
     eventId: evt.id,
     jobId: evt.jobId,
@@ -201,7 +108,7 @@ export async function sendAttempt(
   deps: Deps,
   opts: WebhookWorkerOptions,
   registration: { url: string; secret: string },
-  evt: Pick<ClaimedEvent, 'id' | 'event'>,
+  evt: Pick<ClaimedEvent, 'id' | 'event' | 'customerId'>,
   body: Buffer,
   stop?: AbortSignal,
 ): Promise<AttemptOutcome> {
@@ -219,6 +126,8 @@ export async function sendAttempt(
       allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       lookup: opts.lookup,
       lookupTimeoutMs: Math.min(timeoutMs, 5_000),
+      // The resolver's turns go round-robin by customer (contract 13.8).
+      lookupKey: `customer:${evt.customerId}`,
     });
   } catch (err) {
     return fail(
@@ -334,6 +243,14 @@ async function recordAttempt(
     `with attempt as (
        insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms, error_class)
        values ($1, $2, $8, $9, $4, $5, $10, $11)
+     ), health as (
+       -- The receiver's run of failures (fair-claim.ts backs a failing one off); a stop is none.
+       insert into webhook_receiver_health (customer_id, mode, consecutive_failures, last_failure_at)
+       select $12, $13, case when $14 then 0 else 1 end, case when $14 then null else $7::timestamptz end
+        where $15
+       on conflict (customer_id, mode) do update
+         set consecutive_failures = case when $14 then 0 else webhook_receiver_health.consecutive_failures + 1 end,
+             last_failure_at = coalesce(excluded.last_failure_at, webhook_receiver_health.last_failure_at)
      )
      update webhook_events
         set state = $3, locked_until = null, last_status = $4, last_error = $5,
@@ -352,6 +269,10 @@ async function recordAttempt(
       startedAt,
       durationMs,
       attemptErrorClass(outcome.status, outcome.error),
+      evt.customerId,
+      evt.mode,
+      delivered,
+      !outcome.error?.startsWith('interrupted'),
     ],
     'webhook_record_attempt',
   );

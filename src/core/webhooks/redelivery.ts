@@ -16,12 +16,13 @@ import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
-import { type JobEvent, jobEventData } from '../jobs/view.ts';
+import { jobEventData } from '../jobs/view.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import { attemptErrorClass } from './attempt-errors.ts';
-import type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from './delivery.ts';
+import { type ClaimedRedelivery, claimDueRedeliveries } from './fair-claim.ts';
 import { loadRegistration } from './registration.ts';
+import type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from './worker-types.ts';
 
 /** The sender's two functions (delivery.ts), handed over so this file imports none of its code. */
 export interface Sender {
@@ -29,7 +30,7 @@ export interface Sender {
     deps: Deps,
     opts: WebhookWorkerOptions,
     registration: { url: string; secret: string },
-    evt: Pick<ClaimedEvent, 'id' | 'event'>,
+    evt: Pick<ClaimedEvent, 'id' | 'event' | 'customerId'>,
     body: Buffer,
     stop?: AbortSignal,
   ): Promise<AttemptOutcome>;
@@ -107,16 +108,6 @@ export async function requestRedeliveryAs(
   });
 }
 
-interface ClaimedRedelivery {
-  id: string;
-  eventId: string;
-  customerId: number;
-  mode: Mode;
-  jobId: string;
-  event: JobEvent;
-  createdAt: Date;
-}
-
 /** One pass: closes redeliveries whose sender stopped, then claims and sends the queued ones. */
 export async function runDueRedeliveries(
   deps: Deps,
@@ -124,47 +115,52 @@ export async function runDueRedeliveries(
   sender: Sender,
   stop?: AbortSignal,
 ): Promise<number> {
-  const now = deps.clock.now();
+  await expireStaleRedeliveries(deps);
+  const claimed = await claimDueRedeliveries(deps, {
+    limit: opts.batchSize ?? 10,
+    leaseMs: opts.leaseMs ?? 60_000,
+    perCustomer: opts.perCustomer,
+  });
+  await Promise.all(claimed.map((r) => sendRedelivery(deps, opts, sender, r, stop)));
+  return claimed.length;
+}
+
+/** Closes, as failed attempts, redeliveries whose sender stopped (their lease ran out). */
+export async function expireStaleRedeliveries(deps: Deps): Promise<void> {
   await deps.db.query(
     `update webhook_redeliveries
         set state = 'done', locked_until = null, error_class = 'connection', duration_ms = 0,
             error = 'the process stopped while sending; it may have arrived'
       where state = 'sending' and locked_until <= $1`,
-    [now],
+    [deps.clock.now()],
     'webhook_redelivery_expire',
   );
-  const claimed = await deps.db.query<ClaimedRedelivery>(
-    `with c as (
-       update webhook_redeliveries r set state = 'sending', locked_until = $2, started_at = $1
-        where r.id in (select id from webhook_redeliveries where state = 'queued'
-                        order by requested_at limit $3 for update skip locked)
-       returning r.id, r.event_id
-     )
-     select c.id, c.event_id as "eventId", e.customer_id as "customerId", e.mode, e.job_id as "jobId",
-            e.event, e.created_at as "createdAt"
-       from c join webhook_events e on e.id = c.event_id`,
-    [now, new Date(now.getTime() + (opts.leaseMs ?? 60_000)), opts.batchSize ?? 10],
-    'webhook_redelivery_claim',
-  );
-  await Promise.all(
-    claimed.rows.map((r) =>
-      sendRedelivery(deps, opts, sender, r, stop).catch((err: unknown) => {
-        // Left `sending`: closed as failed once its lease runs out (never sent twice).
-        deps.logger.error({ err, eventId: r.eventId }, 'webhook redelivery could not be recorded');
-      }),
-    ),
-  );
-  return claimed.rows.length;
 }
 
-async function sendRedelivery(
+/** Sends one claimed redelivery and records it; a failure to record is logged, never thrown. */
+export async function sendRedelivery(
   deps: Deps,
   opts: WebhookWorkerOptions,
   sender: Sender,
   r: ClaimedRedelivery,
   stop?: AbortSignal,
 ): Promise<void> {
-  const evt = { id: r.eventId, event: r.event, createdAt: r.createdAt };
+  try {
+    await sendAndRecord(deps, opts, sender, r, stop);
+  } catch (err) {
+    // Left `sending`: closed as failed once its lease runs out (never sent twice).
+    deps.logger.error({ err, eventId: r.eventId }, 'webhook redelivery could not be recorded');
+  }
+}
+
+async function sendAndRecord(
+  deps: Deps,
+  opts: WebhookWorkerOptions,
+  sender: Sender,
+  r: ClaimedRedelivery,
+  stop?: AbortSignal,
+): Promise<void> {
+  const evt = { id: r.eventId, event: r.event, createdAt: r.createdAt, customerId: r.customerId };
   const registration = await loadRegistration(deps.db, deps.codeKey, r);
   const data = registration ? await jobEventData(deps.db, deps.codeKey, r.jobId, r.event) : null;
   const started = performance.now();

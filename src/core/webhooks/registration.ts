@@ -38,7 +38,7 @@ export interface RegisterDeps {
 /** Validates the request body in the contract's order; returns the URL string to store. */
 export async function validateRegistration(
   body: unknown,
-  opts: { allowPrivate: boolean; lookup?: LookupFn },
+  opts: { allowPrivate: boolean; lookup?: LookupFn; lookupKey?: string },
 ): Promise<string> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ApiError('bad_request', 'body must be a JSON object with a url');
@@ -48,7 +48,11 @@ export async function validateRegistration(
   }
   const raw = (body as { url?: unknown }).url;
   const url = parseWebhookUrl(raw);
-  await resolveWebhookTarget(url, { allowPrivate: opts.allowPrivate, lookup: opts.lookup });
+  await resolveWebhookTarget(url, {
+    allowPrivate: opts.allowPrivate,
+    lookup: opts.lookup,
+    lookupKey: opts.lookupKey,
+  });
   // Stored as sent: that is the URL the caller registered and sees in the answer.
   return raw as string;
 }
@@ -59,7 +63,12 @@ export async function registerWebhook(
   caller: Caller,
   body: unknown,
 ): Promise<Registration> {
-  const url = await validateRegistration(body, { allowPrivate: deps.allowPrivate, lookup: deps.lookup });
+  const url = await validateRegistration(body, {
+    allowPrivate: deps.allowPrivate,
+    lookup: deps.lookup,
+    // The resolver's turns go round-robin by customer (contract 13.8).
+    lookupKey: `customer:${caller.customerId}`,
+  });
   const secret = newWebhookSecret();
   await deps.db.query(
     `insert into webhooks (customer_id, mode, url, secret_encrypted, created_at)
@@ -68,6 +77,11 @@ export async function registerWebhook(
        set url = excluded.url, secret_encrypted = excluded.secret_encrypted, created_at = excluded.created_at`,
     [caller.customerId, caller.mode, url, encryptSecret(deps.codeKey, secret, caller), deps.clock.now()],
   );
+  // A new receiver starts with a clean record: a merchant who fixed its endpoint is not held back.
+  await deps.db.query('delete from webhook_receiver_health where customer_id = $1 and mode = $2', [
+    caller.customerId,
+    caller.mode,
+  ]);
   return { url, secret };
 }
 

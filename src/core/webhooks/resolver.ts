@@ -10,14 +10,18 @@
 // (`localhost` is refused before any lookup; a development receiver uses an IP literal).
 import { Resolver } from 'node:dns/promises';
 import type { CoreConfig } from '../context.ts';
+import { createFairSlots } from './fair-slots.ts';
 
 export interface ResolvedAddress {
   address: string;
   family: 4 | 6;
 }
 
-/** Resolves a host name to every address it has. */
-export type LookupFn = (hostname: string) => Promise<ResolvedAddress[]>;
+/**
+ * Resolves a host name to every address it has. `key` names whose lookup it is
+ * (`customer:<id>`): the shared resolver gives its slots round-robin by key (contract 13.8).
+ */
+export type LookupFn = (hostname: string, key?: string) => Promise<ResolvedAddress[]>;
 
 export interface WebhookResolverOptions {
   /** DNS servers (`1.2.3.4`, `1.2.3.4:53`, `[::1]:5353`); empty: the system's (/etc/resolv.conf). */
@@ -51,44 +55,12 @@ export function createWebhookResolver(opts: WebhookResolverOptions = {}): Webhoo
   const timeoutMs = opts.timeoutMs ?? 5_000;
   const concurrency = opts.concurrency ?? 8;
   const maxQueued = opts.maxQueued ?? 1_000;
-  let active = 0;
-  let peakActive = 0;
-  const waiting: Array<() => void> = [];
+  const slots = createFairSlots(concurrency, maxQueued);
 
-  /** Waits for a free slot until `signal` aborts; true when a slot was taken. */
-  function acquire(signal: AbortSignal): Promise<boolean> {
-    if (active < concurrency) {
-      active++;
-      peakActive = Math.max(peakActive, active);
-      return Promise.resolve(true);
-    }
-    if (waiting.length >= maxQueued) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const turn = () => {
-        signal.removeEventListener('abort', giveUp);
-        active++;
-        peakActive = Math.max(peakActive, active);
-        resolve(true);
-      };
-      const giveUp = () => {
-        const i = waiting.indexOf(turn);
-        if (i !== -1) waiting.splice(i, 1);
-        resolve(false);
-      };
-      waiting.push(turn);
-      signal.addEventListener('abort', giveUp, { once: true });
-    });
-  }
-
-  function release() {
-    active--;
-    const next = waiting.shift();
-    if (next) next();
-  }
-
-  async function lookup(hostname: string): Promise<ResolvedAddress[]> {
+  async function lookup(hostname: string, key = ''): Promise<ResolvedAddress[]> {
     const deadline = AbortSignal.timeout(timeoutMs);
-    if (!(await acquire(deadline))) {
+    const release = await slots.acquire(key, deadline);
+    if (!release) {
       throw deadline.aborted
         ? new LookupError(`no turn to resolve ${hostname} within ${timeoutMs} ms`, 'ETIMEOUT')
         : new LookupError('too many host name lookups waiting', 'EBUSY');
@@ -113,7 +85,7 @@ export function createWebhookResolver(opts: WebhookResolverOptions = {}): Webhoo
     }
   }
 
-  return { lookup, stats: () => ({ active, queued: waiting.length, peakActive }) };
+  return { lookup, stats: slots.stats };
 }
 
 let shared: WebhookResolver | undefined;
@@ -135,7 +107,7 @@ export function configureWebhookResolver(
 }
 
 /** Resolves with the configured resolver (defaults when none was configured). */
-export const webhookLookup: LookupFn = (hostname) => {
+export const webhookLookup: LookupFn = (hostname, key) => {
   shared ??= createWebhookResolver();
-  return shared.lookup(hostname);
+  return shared.lookup(hostname, key);
 };

@@ -153,6 +153,8 @@ export interface GuardOptions {
   allowPrivate: boolean;
   lookup?: LookupFn;
   lookupTimeoutMs?: number;
+  /** Whose lookup (`customer:<id>`): the resolver shares its slots round-robin by this key. */
+  lookupKey?: string;
 }
 
 /**
@@ -180,8 +182,8 @@ export async function resolveWebhookTarget(url: URL, opts: GuardOptions): Promis
   try {
     // The shared resolver bounds and cancels its own lookups; an injected one gets an outer bound.
     found = opts.lookup
-      ? await withTimeout(opts.lookup(name), opts.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS)
-      : await webhookLookup(name);
+      ? await withTimeout(opts.lookup(name, opts.lookupKey), opts.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS)
+      : await webhookLookup(name, opts.lookupKey);
   } catch {
     throw blocked('the host name does not resolve');
   }

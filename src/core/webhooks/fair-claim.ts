@@ -1,0 +1,151 @@
+// Fair claims of webhook attempts (contract 13.8), across processes, as claimJob (jobs/states.ts)
+// does for jobs:
+// - every process claims with FOR UPDATE SKIP LOCKED and a lease (locked_until), and takes the
+//   attempt number in the same statement, so no attempt is ever sent twice;
+// - a customer's attempts in flight are counted from the database (leased events and redeliveries
+//   being sent, of every process), and a customer at PER_CUSTOMER_ATTEMPTS gets no more;
+// - a receiver that keeps failing (webhook_receiver_health, migration 0060) gets one attempt at
+//   a time; its events wait, none is dropped and no retry is used up for it;
+// - the candidates are taken round-robin: each customer's first due event before anyone's second,
+//   live before test, then the customer whose last claim is the oldest (webhook_claim_turns).
+// Only each receiver's first few due events are candidates, found by a skip scan over the
+// pending index, so a claim costs the same behind a backlog of a hundred or of a million.
+import type { Mode } from '../accounts/accounts.ts';
+import type { JobEvent } from '../jobs/view.ts';
+import {
+  type ClaimedEvent,
+  type Deps,
+  FAILING_RECEIVER_THRESHOLD,
+  PER_CUSTOMER_ATTEMPTS,
+} from './worker-types.ts';
+
+/** A customer's attempts in flight now, of every process (`o` is the row naming the customer). */
+const RUNNING_OF = (o: string) => `(
+  (select count(*) from webhook_events b
+    where b.customer_id = ${o}.customer_id and b.state = 'pending' and b.locked_until > $1)
+  + (select count(*) from webhook_redeliveries r join webhook_events re on re.id = r.event_id
+      where r.state = 'sending' and r.locked_until > $1 and re.customer_id = ${o}.customer_id))::int`;
+
+export interface FairClaimOptions {
+  /** Attempts to claim at most (this process's free slots). */
+  limit: number;
+  leaseMs: number;
+  /** Default PER_CUSTOMER_ATTEMPTS. */
+  perCustomer?: number;
+}
+
+/** Claims due events fairly; each comes with its attempt number already taken. */
+export async function claimDueEventsFairly(deps: Deps, opts: FairClaimOptions): Promise<ClaimedEvent[]> {
+  if (opts.limit <= 0) return [];
+  const now = deps.clock.now();
+  const r = await deps.db.query<ClaimedEvent>(
+    `with recursive owners (customer_id, mode) as (
+       (select customer_id, mode from webhook_events where state = 'pending' order by customer_id, mode limit 1)
+       union all
+       select n.customer_id, n.mode
+         from owners o,
+              lateral (select customer_id, mode from webhook_events
+                        where state = 'pending' and (customer_id, mode) > (o.customer_id, o.mode)
+                        order by customer_id, mode limit 1) n
+     ),
+     busy as (
+       select o.customer_id, o.mode, ${RUNNING_OF('o')} as running,
+              (select count(*)::int from webhook_events x where x.customer_id = o.customer_id
+                  and x.mode = o.mode and x.state = 'pending' and x.locked_until > $1) as receiver_running,
+              coalesce((select h.consecutive_failures >= $5 from webhook_receiver_health h
+                         where h.customer_id = o.customer_id and h.mode = o.mode), false) as failing
+         from owners o
+     ),
+     candidates as (
+       select d.id, d.next_attempt_at, b.customer_id, b.mode, b.running,
+              row_number() over (partition by b.customer_id order by d.next_attempt_at, d.id) as k
+         from busy b,
+              lateral (select e.id, e.next_attempt_at from webhook_events e
+                        where e.customer_id = b.customer_id and e.mode = b.mode and e.state = 'pending'
+                          and e.next_attempt_at <= $1 and (e.locked_until is null or e.locked_until <= $1)
+                        order by e.next_attempt_at, e.id
+                        -- A failing receiver: one attempt at a time.
+                        limit (case when b.failing then greatest(0, 1 - b.receiver_running) else $4::int end)) d
+        -- A disabled customer's webhooks are not sent (contract 13.8).
+        where not exists (select 1 from customers dc where dc.id = b.customer_id and dc.disabled_at is not null)
+     ),
+     ranked as (
+       select c.id, row_number() over (
+                order by c.k, (c.mode = 'test'),
+                         (select t.last_turn from webhook_claim_turns t where t.customer_id = c.customer_id) nulls first,
+                         c.next_attempt_at, c.id) as turn
+         from candidates c
+        where c.k <= $4::int - c.running
+     ),
+     claimed as (
+       update webhook_events e
+          set attempts = e.attempts + 1, locked_until = $2
+        where e.id in (
+          select w.id from webhook_events w join ranked on ranked.id = w.id
+           where w.state = 'pending' and (w.locked_until is null or w.locked_until <= $1)
+           order by ranked.turn
+           limit $3
+           for update of w skip locked)
+       returning e.id, e.customer_id as "customerId", e.mode, e.job_id as "jobId", e.event,
+                 e.created_at as "createdAt", e.attempts
+     ),
+     took_turn as (
+       insert into webhook_claim_turns (customer_id, last_turn)
+       select c.customer_id, nextval('webhook_claim_turn')
+         from (select distinct "customerId" as customer_id from claimed) c
+       on conflict (customer_id) do update set last_turn = excluded.last_turn
+     )
+     select * from claimed`,
+    [
+      now,
+      new Date(now.getTime() + opts.leaseMs),
+      opts.limit,
+      opts.perCustomer ?? PER_CUSTOMER_ATTEMPTS,
+      FAILING_RECEIVER_THRESHOLD,
+    ],
+    'webhook_claim_fair',
+  );
+  return r.rows;
+}
+
+export interface ClaimedRedelivery {
+  id: string;
+  eventId: string;
+  customerId: number;
+  mode: Mode;
+  jobId: string;
+  event: JobEvent;
+  createdAt: Date;
+}
+
+/**
+ * Claims queued redeliveries (contract 13.6), oldest first, within the same per-customer limit
+ * as the scheduled attempts (a redelivery is an attempt too).
+ */
+export async function claimDueRedeliveries(deps: Deps, opts: FairClaimOptions): Promise<ClaimedRedelivery[]> {
+  if (opts.limit <= 0) return [];
+  const now = deps.clock.now();
+  const r = await deps.db.query<ClaimedRedelivery>(
+    `with room as (
+       select q.id from (
+         select q2.id, e.customer_id,
+                row_number() over (partition by e.customer_id order by q2.requested_at, q2.id) as k
+           from webhook_redeliveries q2 join webhook_events e on e.id = q2.event_id
+          where q2.state = 'queued') q
+        where q.k <= $4::int - ${RUNNING_OF('q')}
+     ),
+     c as (
+       update webhook_redeliveries r set state = 'sending', locked_until = $2, started_at = $1
+        where r.id in (select w.id from webhook_redeliveries w
+                        where w.state = 'queued' and w.id in (select id from room)
+                        order by w.requested_at limit $3 for update skip locked)
+       returning r.id, r.event_id
+     )
+     select c.id, c.event_id as "eventId", e.customer_id as "customerId", e.mode, e.job_id as "jobId",
+            e.event, e.created_at as "createdAt"
+       from c join webhook_events e on e.id = c.event_id`,
+    [now, new Date(now.getTime() + opts.leaseMs), opts.limit, opts.perCustomer ?? PER_CUSTOMER_ATTEMPTS],
+    'webhook_redelivery_claim',
+  );
+  return r.rows;
+}
