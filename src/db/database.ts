@@ -169,12 +169,14 @@ export function describeConnectionError(err: unknown): string {
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
-export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
-  const pooled = (options.poolMode ?? poolModeFromEnv()) === 'transaction';
+/**
+ * The `pg` pool of a PostgreSQL database. Behind a transaction pooler (`pooled`) no session setting
+ * is sent at connect: PgBouncer refuses them as startup parameters.
+ */
+function newPool(url: string, options: PostgresOptions, pooled: boolean): pg.Pool {
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const idleTxMs = options.idleInTransactionTimeoutMs ?? 10_000;
-  const onConnectionError = options.onConnectionError ?? (() => undefined);
-  const pool = new pg.Pool({
+  return new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     // Also bounds the wait for a free pooled connection: while the database is away a request
@@ -199,6 +201,12 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
           : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   });
+}
+
+export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
+  const pooled = (options.poolMode ?? poolModeFromEnv()) === 'transaction';
+  const onConnectionError = options.onConnectionError ?? (() => undefined);
+  const pool = newPool(url, options, pooled);
   // An idle client that errors (server restart, pg_terminate_backend) must not crash the process;
   // the pool drops it and opens a new one when needed.
   pool.on('error', (err) => onConnectionError(hideClient(err)));

@@ -60,84 +60,10 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const registers = [registry];
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
-  const httpLabels = ['listener', 'method', 'route', 'status'] as const;
-  const httpRequests = new Counter({
-    name: `${PREFIX}http_requests_total`,
-    help: 'HTTP requests answered, by listener, method, route pattern and status',
-    labelNames: httpLabels,
-    registers,
-  });
-  const httpDuration = new Histogram({
-    name: `${PREFIX}http_request_duration_seconds`,
-    help: 'Time from receiving an HTTP request to its answer, by listener, method, route pattern and status',
-    labelNames: httpLabels,
-    buckets: HTTP_BUCKETS,
-    registers,
-  });
+  const { httpRequests, httpDuration } = httpSeries(registers);
 
-  const codeOutcomes = new Counter({
-    name: `${PREFIX}code_outcomes_total`,
-    help: 'Codes whose activation outcome was recorded, by mode, status and disposition',
-    labelNames: ['mode', 'status', 'disposition'] as const,
-    registers,
-  });
-  const billed = new Counter({
-    name: `${PREFIX}billed_requests_total`,
-    help: 'Requests billed (an outcome that bills, or a quarantined code settled as used), by mode',
-    labelNames: ['mode'] as const,
-    registers,
-  });
-  const refunded = new Counter({
-    name: `${PREFIX}refunded_requests_total`,
-    help: 'Held requests refunded because the outcome does not bill, by mode',
-    labelNames: ['mode'] as const,
-    registers,
-  });
-  const walletCaptures = new Counter({
-    name: `${PREFIX}wallet_captures_total`,
-    help: 'Billed requests paid from the wallet (not from the daily include), by mode',
-    labelNames: ['mode'] as const,
-    registers,
-  });
-  const walletCaptured = new Counter({
-    name: `${PREFIX}wallet_captured_microdollars_total`,
-    help: 'Micro-dollars (1e-6 USD) captured from wallets, by mode',
-    labelNames: ['mode'] as const,
-    registers,
-  });
-  const settlements = new Counter({
-    name: `${PREFIX}quarantine_settlements_total`,
-    help: 'Quarantined codes settled, by mode, settlement (used, unused) and by whom (check, operator)',
-    labelNames: ['mode', 'settlement', 'by'] as const,
-    registers,
-  });
-  for (const mode of MODES) {
-    for (const c of [billed, refunded, walletCaptures, walletCaptured]) c.inc({ mode }, 0);
-  }
-
-  new Gauge({
-    name: `${PREFIX}jobs`,
-    help: 'Jobs queued or running now, by status and mode (read from the database at scrape time)',
-    labelNames: ['status', 'mode'] as const,
-    registers,
-    async collect() {
-      try {
-        // Served by the partial index jobs_unfinished: cheap however many jobs have finished.
-        const query = opts.db.query<{ status: 'queued' | 'running'; mode: Mode; n: number }>(
-          `select status, mode, count(*)::int as n from jobs
-            where status in ('queued', 'running') group by status, mode`,
-        );
-        const r = await withTimeout(query, JOBS_QUERY_TIMEOUT_MS);
-        for (const status of ['queued', 'running'] as const)
-          for (const mode of MODES) this.set({ status, mode }, 0);
-        for (const row of r.rows) this.set({ status: row.status, mode: row.mode }, row.n);
-      } catch {
-        // The database is away or slow: no series rather than stale or zero ones; the scrape
-        // still answers with everything else (the pool and request series matter most then).
-        this.reset();
-      }
-    },
-  });
+  const { codeOutcomes, billed, refunded, walletCaptures, walletCaptured, settlements } =
+    billingSeries(registers);
   const queueWait = new Histogram({
     name: `${PREFIX}job_queue_wait_seconds`,
     help: 'Time async jobs waited in the queue (created to started), by mode',
@@ -160,86 +86,11 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     registers,
   });
 
-  const activatorCalls = new Counter({
-    name: `${PREFIX}activator_calls_total`,
-    help: 'Activator calls by activator, operation (activate, status) and result',
-    labelNames: ['activator', 'operation', 'result'] as const,
-    registers,
-  });
-  const activatorDuration = new Histogram({
-    name: `${PREFIX}activator_call_duration_seconds`,
-    help: 'Activator call latency by activator and operation',
-    labelNames: ['activator', 'operation'] as const,
-    buckets: ACTIVATOR_BUCKETS,
-    registers,
-  });
+  const { activatorCalls, activatorDuration } = activatorSeries(registers);
   registerWebhookGauges(registers, opts.db);
   const breakers = new Map<string, () => BreakerState>();
-  new Gauge({
-    name: `${PREFIX}activator_breaker_state`,
-    help: 'Circuit breaker of an activator: 1 for its current state (closed, half_open, open), 0 for the others',
-    labelNames: ['activator', 'state'] as const,
-    registers,
-    collect() {
-      for (const [activator, read] of breakers) {
-        const current = read();
-        for (const state of BREAKER_STATES) this.set({ activator, state }, state === current ? 1 : 0);
-      }
-    },
-  });
-
-  new Gauge({
-    name: `${PREFIX}db_pool_connections`,
-    help: 'Database connections by state (in_use, idle); PGlite has one connection and reports only max',
-    labelNames: ['state'] as const,
-    registers,
-    collect() {
-      const s = opts.db.poolStats?.();
-      if (!s || s.idle === undefined) return;
-      this.set({ state: 'in_use' }, s.total - s.idle);
-      this.set({ state: 'idle' }, s.idle);
-    },
-  });
-  new Gauge({
-    name: `${PREFIX}db_pool_waiting`,
-    help: 'Queries waiting for a free database connection',
-    registers,
-    collect() {
-      const s = opts.db.poolStats?.();
-      if (s?.waiting !== undefined) this.set(s.waiting);
-    },
-  });
-  new Gauge({
-    name: `${PREFIX}db_pool_max`,
-    help: 'Largest number of database connections the pool opens (1 for PGlite)',
-    registers,
-    collect() {
-      const s = opts.db.poolStats?.();
-      if (s) this.set(s.max);
-    },
-  });
-
-  // What this process asked of the database (the seam's own counts, Database.counters): the
-  // cost per request of the hot path, read by the load benchmark (bench/run.ts).
-  const seamCounters: Array<[keyof DatabaseCounters, string, string]> = [
-    ['statements', 'db_statements_total', 'Statements this process sent to the database'],
-    ['roundTrips', 'db_round_trips_total', 'Round trips to the database (statements, BEGIN, COMMIT)'],
-    ['commits', 'db_commits_total', 'Commits: transactions and statements run on their own'],
-  ];
-  for (const [field, name, help] of seamCounters) {
-    new Counter({
-      name: `${PREFIX}${name}`,
-      help,
-      registers,
-      collect() {
-        const counters = opts.db.counters;
-        if (!counters) return;
-        this.reset();
-        this.inc(counters[field]);
-      },
-    });
-  }
-
+  registerBreakerGauge(registers, breakers);
+  registerDatabaseSeries(registers, opts.db);
   registerEncryptionMetrics(registers, opts.db, PREFIX);
 
   return {
@@ -281,4 +132,185 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       breakers.set(activator, state);
     },
   };
+}
+
+type Registers = Registry[];
+
+/** An activator's circuit breaker, read at every scrape from the state functions registered. */
+function registerBreakerGauge(registers: Registers, breakers: Map<string, () => BreakerState>): void {
+  new Gauge({
+    name: `${PREFIX}activator_breaker_state`,
+    help: 'Circuit breaker of an activator: 1 for its current state (closed, half_open, open), 0 for the others',
+    labelNames: ['activator', 'state'] as const,
+    registers,
+    collect() {
+      for (const [activator, read] of breakers) {
+        const current = read();
+        for (const state of BREAKER_STATES) this.set({ activator, state }, state === current ? 1 : 0);
+      }
+    },
+  });
+}
+
+/**
+ * What is read from the database and its seam at scrape time: jobs queued and running, the
+ * connection pool, and the statements, round trips and commits this process sent.
+ */
+function registerDatabaseSeries(registers: Registers, db: MetricsOptions['db']): void {
+  new Gauge({
+    name: `${PREFIX}jobs`,
+    help: 'Jobs queued or running now, by status and mode (read from the database at scrape time)',
+    labelNames: ['status', 'mode'] as const,
+    registers,
+    async collect() {
+      try {
+        // Served by the partial index jobs_unfinished: cheap however many jobs have finished.
+        const query = db.query<{ status: 'queued' | 'running'; mode: Mode; n: number }>(
+          `select status, mode, count(*)::int as n from jobs
+            where status in ('queued', 'running') group by status, mode`,
+        );
+        const r = await withTimeout(query, JOBS_QUERY_TIMEOUT_MS);
+        for (const status of ['queued', 'running'] as const)
+          for (const mode of MODES) this.set({ status, mode }, 0);
+        for (const row of r.rows) this.set({ status: row.status, mode: row.mode }, row.n);
+      } catch {
+        // The database is away or slow: no series rather than stale or zero ones; the scrape
+        // still answers with everything else (the pool and request series matter most then).
+        this.reset();
+      }
+    },
+  });
+
+  new Gauge({
+    name: `${PREFIX}db_pool_connections`,
+    help: 'Database connections by state (in_use, idle); PGlite has one connection and reports only max',
+    labelNames: ['state'] as const,
+    registers,
+    collect() {
+      const s = db.poolStats?.();
+      if (!s || s.idle === undefined) return;
+      this.set({ state: 'in_use' }, s.total - s.idle);
+      this.set({ state: 'idle' }, s.idle);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}db_pool_waiting`,
+    help: 'Queries waiting for a free database connection',
+    registers,
+    collect() {
+      const s = db.poolStats?.();
+      if (s?.waiting !== undefined) this.set(s.waiting);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}db_pool_max`,
+    help: 'Largest number of database connections the pool opens (1 for PGlite)',
+    registers,
+    collect() {
+      const s = db.poolStats?.();
+      if (s) this.set(s.max);
+    },
+  });
+
+  // What this process asked of the database (the seam's own counts, Database.counters): the
+  // cost per request of the hot path, read by the load benchmark (bench/run.ts).
+  const seamCounters: Array<[keyof DatabaseCounters, string, string]> = [
+    ['statements', 'db_statements_total', 'Statements this process sent to the database'],
+    ['roundTrips', 'db_round_trips_total', 'Round trips to the database (statements, BEGIN, COMMIT)'],
+    ['commits', 'db_commits_total', 'Commits: transactions and statements run on their own'],
+  ];
+  for (const [field, name, help] of seamCounters) {
+    new Counter({
+      name: `${PREFIX}${name}`,
+      help,
+      registers,
+      collect() {
+        const counters = db.counters;
+        if (!counters) return;
+        this.reset();
+        this.inc(counters[field]);
+      },
+    });
+  }
+}
+
+/** Answered HTTP requests, by listener, method, route pattern and status. */
+function httpSeries(registers: Registers) {
+  const httpLabels = ['listener', 'method', 'route', 'status'] as const;
+  const httpRequests = new Counter({
+    name: `${PREFIX}http_requests_total`,
+    help: 'HTTP requests answered, by listener, method, route pattern and status',
+    labelNames: httpLabels,
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: `${PREFIX}http_request_duration_seconds`,
+    help: 'Time from receiving an HTTP request to its answer, by listener, method, route pattern and status',
+    labelNames: httpLabels,
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+  return { httpRequests, httpDuration };
+}
+
+/** Activator calls and their latency. */
+function activatorSeries(registers: Registers) {
+  const activatorCalls = new Counter({
+    name: `${PREFIX}activator_calls_total`,
+    help: 'Activator calls by activator, operation (activate, status) and result',
+    labelNames: ['activator', 'operation', 'result'] as const,
+    registers,
+  });
+  const activatorDuration = new Histogram({
+    name: `${PREFIX}activator_call_duration_seconds`,
+    help: 'Activator call latency by activator and operation',
+    labelNames: ['activator', 'operation'] as const,
+    buckets: ACTIVATOR_BUCKETS,
+    registers,
+  });
+  return { activatorCalls, activatorDuration };
+}
+
+/** Codes' outcomes and what they billed or refunded, with quarantine settlements, by mode. */
+function billingSeries(registers: Registers) {
+  const codeOutcomes = new Counter({
+    name: `${PREFIX}code_outcomes_total`,
+    help: 'Codes whose activation outcome was recorded, by mode, status and disposition',
+    labelNames: ['mode', 'status', 'disposition'] as const,
+    registers,
+  });
+  const billed = new Counter({
+    name: `${PREFIX}billed_requests_total`,
+    help: 'Requests billed (an outcome that bills, or a quarantined code settled as used), by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const refunded = new Counter({
+    name: `${PREFIX}refunded_requests_total`,
+    help: 'Held requests refunded because the outcome does not bill, by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const walletCaptures = new Counter({
+    name: `${PREFIX}wallet_captures_total`,
+    help: 'Billed requests paid from the wallet (not from the daily include), by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const walletCaptured = new Counter({
+    name: `${PREFIX}wallet_captured_microdollars_total`,
+    help: 'Micro-dollars (1e-6 USD) captured from wallets, by mode',
+    labelNames: ['mode'] as const,
+    registers,
+  });
+  const settlements = new Counter({
+    name: `${PREFIX}quarantine_settlements_total`,
+    help: 'Quarantined codes settled, by mode, settlement (used, unused) and by whom (check, operator)',
+    labelNames: ['mode', 'settlement', 'by'] as const,
+    registers,
+  });
+  for (const mode of MODES) {
+    for (const c of [billed, refunded, walletCaptures, walletCaptured]) c.inc({ mode }, 0);
+  }
+  return { codeOutcomes, billed, refunded, walletCaptures, walletCaptured, settlements };
 }

@@ -17,6 +17,11 @@ import {
 } from './operations.ts';
 
 export function corePaths() {
+  return { ...redeemPaths(), ...accountPaths(), ...servicePaths() };
+}
+
+/** POST /v1/redeem and GET /v1/jobs/{id}. */
+function redeemPaths() {
   return {
     '/v1/redeem': {
       post: {
@@ -63,6 +68,12 @@ export function corePaths() {
         },
       },
     },
+  };
+}
+
+/** The calling key's account, stock and webhook registration. */
+function accountPaths() {
+  return {
     '/v1/me': {
       get: {
         operationId: 'me',
@@ -114,6 +125,12 @@ export function corePaths() {
         },
       },
     },
+  };
+}
+
+/** Health and the service's own documents (no key). */
+function servicePaths() {
+  return {
     '/v1/health': {
       get: {
         operationId: 'health',

@@ -42,15 +42,33 @@ function outcomeLine(codes) {
   )} refunded · ${n(unsettled)} quarantined`;
 }
 
-export async function renderList(main) {
-  const p = hashParams();
-  const f = {
-    customer_id: p.get('customer_id') ?? '',
-    mode: p.get('mode') ?? '',
-    status: p.get('status') ?? '',
-    from: p.get('from') ?? '',
-    to: p.get('to') ?? '',
-  };
+/** The jobs list's columns: a header and how each job fills its cell. */
+const LIST_COLUMNS = [
+  ['Job', (j) => h('a', { href: `#/jobs/${j.job_id}` }, j.job_id)],
+  [
+    'Customer',
+    (j) =>
+      h(
+        'a',
+        { href: `#/customers/${j.customer_id}` },
+        j.customer_name,
+        h('span.muted', ` #${j.customer_id}`),
+      ),
+  ],
+  ['Mode', (j) => j.mode],
+  ['Kind', (j) => (j.async ? 'async' : 'sync')],
+  ['Status', (j) => jobBadge(j)],
+  ['Codes', (j) => `${j.done}/${j.codes}`],
+  ['Activated', (j) => j.outcomes.activated],
+  ['Billed failures', (j) => j.outcomes.billed_failures],
+  ['Refunded', (j) => j.outcomes.refunded],
+  ['Quarantined', (j) => j.outcomes.quarantined],
+  ['Reference', (j) => j.reference ?? ''],
+  ['Created', (j) => when(j.created_at)],
+];
+
+/** The jobs list's filters; submitting puts them in the page's address. */
+function filterForm(f) {
   const select = (name, values) =>
     h(
       'select',
@@ -79,33 +97,23 @@ export async function renderList(main) {
     h('label', 'to (UTC) ', h('input', { type: 'datetime-local', name: 'to', value: toLocal(f.to) })),
     h('button', { type: 'submit' }, 'Filter'),
   );
+  return form;
+}
+
+export async function renderList(main) {
+  const p = hashParams();
+  const f = {
+    customer_id: p.get('customer_id') ?? '',
+    mode: p.get('mode') ?? '',
+    status: p.get('status') ?? '',
+    from: p.get('from') ?? '',
+    to: p.get('to') ?? '',
+  };
+  const form = filterForm(f);
   const status = statusLine();
   const tbody = h('tbody');
   const more = h('button', { type: 'button', hidden: true }, 'More');
   let cursor = null;
-  const columns = [
-    ['Job', (j) => h('a', { href: `#/jobs/${j.job_id}` }, j.job_id)],
-    [
-      'Customer',
-      (j) =>
-        h(
-          'a',
-          { href: `#/customers/${j.customer_id}` },
-          j.customer_name,
-          h('span.muted', ` #${j.customer_id}`),
-        ),
-    ],
-    ['Mode', (j) => j.mode],
-    ['Kind', (j) => (j.async ? 'async' : 'sync')],
-    ['Status', (j) => jobBadge(j)],
-    ['Codes', (j) => `${j.done}/${j.codes}`],
-    ['Activated', (j) => j.outcomes.activated],
-    ['Billed failures', (j) => j.outcomes.billed_failures],
-    ['Refunded', (j) => j.outcomes.refunded],
-    ['Quarantined', (j) => j.outcomes.quarantined],
-    ['Reference', (j) => j.reference ?? ''],
-    ['Created', (j) => when(j.created_at)],
-  ];
   const load = async () => {
     try {
       const page = await api('GET', `/admin/v1/jobs${qs({ ...f, cursor, limit: 50 })}`);
@@ -113,13 +121,13 @@ export async function renderList(main) {
         tbody.append(
           h(
             'tr',
-            columns.map(([, cell]) => h('td', cell(j))),
+            LIST_COLUMNS.map(([, cell]) => h('td', cell(j))),
           ),
         );
       cursor = page.next_cursor;
       more.hidden = !cursor;
       if (!tbody.children.length)
-        tbody.append(h('tr', h('td.muted', { colspan: columns.length }, 'no jobs')));
+        tbody.append(h('tr', h('td.muted', { colspan: LIST_COLUMNS.length }, 'no jobs')));
     } catch (err) {
       status.error(err);
     }
@@ -137,7 +145,7 @@ export async function renderList(main) {
         'thead',
         h(
           'tr',
-          columns.map(([t]) => h('th', t)),
+          LIST_COLUMNS.map(([t]) => h('th', t)),
         ),
       ),
       tbody,
@@ -208,29 +216,34 @@ export async function renderDetail(main, jobId) {
       { 'data-table': 'codes' },
     ),
     h('h3', 'Webhook deliveries'),
-    r.webhooks.length === 0
-      ? h('p.muted', 'No webhook events (sync requests and customers without a webhook have none).')
-      : r.webhooks.map((e) =>
+    webhookSection(r.webhooks),
+  );
+}
+
+/** A job's webhook events, each with its delivery attempts. */
+function webhookSection(webhooks) {
+  return webhooks.length === 0
+    ? h('p.muted', 'No webhook events (sync requests and customers without a webhook have none).')
+    : webhooks.map((e) =>
+        h(
+          'section.webhook',
           h(
-            'section.webhook',
-            h(
-              'p',
-              h('code', e.event_id),
-              ` ${e.event} · ${e.state} · ${e.attempts} attempts`,
-              e.next_attempt_at ? ` · next ${when(e.next_attempt_at)}` : '',
-            ),
-            table(
-              [
-                ['Attempt', (d) => d.attempt],
-                ['URL', (d) => d.url],
-                ['Started', (d) => when(d.started_at)],
-                ['Status', (d) => d.status ?? '—'],
-                ['Error', (d) => d.error ?? ''],
-                ['ms', (d) => d.duration_ms],
-              ],
-              e.deliveries,
-            ),
+            'p',
+            h('code', e.event_id),
+            ` ${e.event} · ${e.state} · ${e.attempts} attempts`,
+            e.next_attempt_at ? ` · next ${when(e.next_attempt_at)}` : '',
+          ),
+          table(
+            [
+              ['Attempt', (d) => d.attempt],
+              ['URL', (d) => d.url],
+              ['Started', (d) => when(d.started_at)],
+              ['Status', (d) => d.status ?? '—'],
+              ['Error', (d) => d.error ?? ''],
+              ['ms', (d) => d.duration_ms],
+            ],
+            e.deliveries,
           ),
         ),
-  );
+      );
 }

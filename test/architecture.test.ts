@@ -1,0 +1,102 @@
+// The house's shape, checked (docs/architecture.md): imports run one way, routes → http → core →
+// db, with the adapters (activators, metrics, config) beside core and seen by it only through the
+// interfaces it owns; no file imports itself back through a circle; no source file over 400 lines.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** Every relative import of a file (static, re-exports and dynamic), as src-relative paths. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs = [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g),
+    ...text.matchAll(/import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g),
+  ].map((m) => m[1]!);
+  return specs.map((s) => relative(SRC, resolve(dirname(file), s)));
+}
+
+const files = sourceFiles(SRC);
+const graph = new Map(files.map((f) => [relative(SRC, f), importsOf(f)]));
+
+/**
+ * The floor of a file: a file may import its own floor or lower ones, never a higher one.
+ * Entry points and development tools are the top; adapters stand between core and http so that
+ * core cannot import them (it owns their interfaces: core/redeem/activator.ts, core/context.ts).
+ */
+function floor(path: string): number {
+  const top = path.split('/')[0]!;
+  if (['cli.ts', 'server.ts', 'cli', 'start', 'dev'].includes(top)) return 6;
+  if (top === 'routes') return 5;
+  if (['http', 'openapi', 'console'].includes(top)) return 4;
+  if (['activators', 'metrics', 'config.ts'].includes(top)) return 3;
+  if (top === 'core') return 2;
+  if (['db', 'logger.ts'].includes(top)) return 1;
+  throw new Error(`${path}: no floor for this folder; give it one in test/architecture.test.ts`);
+}
+
+describe('the import graph', () => {
+  it('has no import that runs against the layering', () => {
+    const against = [...graph].flatMap(([from, tos]) =>
+      tos.filter((to) => floor(to) > floor(from)).map((to) => `${from} -> ${to}`),
+    );
+    expect(against).toEqual([]);
+  });
+
+  it('has no circle', () => {
+    // Tarjan's strongly connected components: any with more than one file is a circle.
+    let next = 0;
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const circles: string[][] = [];
+    const visit = (v: string) => {
+      index.set(v, next);
+      low.set(v, next++);
+      stack.push(v);
+      for (const w of graph.get(v) ?? []) {
+        if (!graph.has(w)) continue;
+        if (!index.has(w)) {
+          visit(w);
+          low.set(v, Math.min(low.get(v)!, low.get(w)!));
+        } else if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+      if (low.get(v) !== index.get(v)) return;
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) circles.push(component.sort());
+    };
+    for (const v of graph.keys()) if (!index.has(v)) visit(v);
+    expect(circles).toEqual([]);
+  });
+
+  it('imports only files that exist', () => {
+    const missing = [...graph].flatMap(([from, tos]) =>
+      tos.filter((to) => !graph.has(to)).map((to) => `${from} -> ${to}`),
+    );
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('file sizes', () => {
+  it('no TypeScript file under src/ is over 400 lines (split it: DESIGN house style 2)', () => {
+    const long = files
+      .map((f) => ({ file: relative(SRC, f), lines: readFileSync(f, 'utf8').split('\n').length }))
+      .filter((f) => f.lines > 400);
+    expect(long).toEqual([]);
+  });
+});
