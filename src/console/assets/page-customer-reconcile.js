@@ -41,7 +41,7 @@ function eventColumns(redeliver) {
     [
       '',
       (e) => {
-        const b = h('button', { type: 'button', 'data-redeliver': e.id }, 'Redeliver');
+        const b = h('button', { type: 'button', 'data-redeliver': e.id, write: true }, 'Redeliver');
         b.addEventListener('click', () => redeliver(b, e.id));
         return b;
       },
