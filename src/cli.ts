@@ -57,6 +57,7 @@ Environment (defaults in brackets):
   SHUTDOWN_GRACE_MS             on SIGTERM/SIGINT, time to finish requests and jobs [25000]
   DRAIN_DELAY_MS                on a stop, health says draining and all else is served this long first [0]
   JOB_CONCURRENCY               async jobs run at once per process [4]
+  WEBHOOK_CONCURRENCY           webhook attempts sent at once per process (4 of one customer) [10]
   CODE_CONCURRENCY              codes of one job sent at once [5]
   WORKER_POLL_MS                job and webhook workers look for work this often when not woken [250]
   ADMIN_URL                     admin API address for "admin" commands [http://ADMIN_HOST:ADMIN_PORT]

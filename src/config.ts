@@ -209,6 +209,8 @@ const schema = z
     WEBHOOK_DNS_CONCURRENCY: optionalString.transform((v, ctx) =>
       positiveInt(v, 8, 'WEBHOOK_DNS_CONCURRENCY', ctx),
     ),
+    // Webhook attempts one process sends at once, each on its own (contract 13.8).
+    WEBHOOK_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 10, 'WEBHOOK_CONCURRENCY', ctx)),
     ACTIVATOR_ALLOW_INSECURE: bool('ACTIVATOR_ALLOW_INSECURE'),
     ADMIN_ALLOW_REMOTE: bool('ADMIN_ALLOW_REMOTE'),
     // Production (contract 12.3 to 12.5): the database pool and its deadlines, graceful stop,

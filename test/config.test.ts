@@ -175,6 +175,7 @@ describe('loadConfig', () => {
       WEBHOOK_DNS_SERVERS: [],
       WEBHOOK_DNS_TIMEOUT_MS: 5_000,
       WEBHOOK_DNS_CONCURRENCY: 8,
+      WEBHOOK_CONCURRENCY: 10,
       ACTIVATOR_ALLOW_INSECURE: false,
       ADMIN_ALLOW_REMOTE: false,
     });
@@ -188,6 +189,7 @@ describe('loadConfig', () => {
       expectRejected({ REQUEST_TIMEOUT_MS: v }, 'REQUEST_TIMEOUT_MS');
       expectRejected({ WEBHOOK_DNS_TIMEOUT_MS: v }, 'WEBHOOK_DNS_TIMEOUT_MS');
       expectRejected({ WEBHOOK_DNS_CONCURRENCY: v }, 'WEBHOOK_DNS_CONCURRENCY');
+      expectRejected({ WEBHOOK_CONCURRENCY: v }, 'WEBHOOK_CONCURRENCY');
     }
     for (const v of ['dns.example', '1.2.3.4:0', '1.2.3.4:70000', '[::1]', '1.2.3']) {
       expectRejected({ WEBHOOK_DNS_SERVERS: v }, 'WEBHOOK_DNS_SERVERS');

@@ -5,12 +5,13 @@
 // Who sends what is forced, not hoped for, and then checked. Each process resolves the receiver's
 // host name through its own DNS server, to its own loopback address (a → 127.0.0.2,
 // b → 127.0.0.3), so the receiver knows which process sent each request. A receiver that holds a
-// request open keeps the sending worker's pass busy (a pass ends when its sends have ended).
+// request open keeps the sending worker busy: each process sends one attempt at a time
+// (WEBHOOK_CONCURRENCY=1), so while its one send is open it claims nothing more.
 //   1. b alone: job 0 through b ends in b, whose webhook worker sends event 0 and is held there;
 //      then a slow job through b takes b's only job slot.
 //   2. a starts: job 1 through a can only run in a (b's slot is taken) and event 1 can only be
 //      sent by a (b's webhook worker is held): a's webhook worker is held in turn.
-//   3. Event 0 is let go; b's webhook worker finishes its pass and sleeps (a minute).
+//   3. Event 0 is let go; b's webhook worker records it, looks once more and sleeps (a minute).
 //   4. Job 2 through a runs in a (b's slot is still taken) and a writes event 2 while its own
 //      webhook worker is held: only b can send it, and b, whose own job has not ended and whose
 //      poll is a minute away, only looks because PostgreSQL told it.
@@ -122,6 +123,7 @@ test.skipIf(!onPostgres)(
   async () => {
     const env = (dns: TestDnsServer) => ({
       JOB_CONCURRENCY: '1',
+      WEBHOOK_CONCURRENCY: '1',
       WORKER_POLL_MS: String(POLL_MS),
       SANDBOX_SLOW_MS: '30000',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -158,7 +160,8 @@ test.skipIf(!onPostgres)(
     // Both sends still open: the other process could not have sent event 1.
     expect(await eventState(job0)).toBe('pending');
 
-    // 3. b's webhook worker is let go; it records event 0 and goes back to sleep.
+    // 3. b's webhook worker is let go; it records event 0, looks once more (its slot is free
+    //    again) and goes back to sleep.
     holdNext = false;
     event0.release();
     await waitUntil('event 0 delivered', async () =>

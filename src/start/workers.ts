@@ -46,7 +46,10 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
     logger: ctx.logger,
     pass: () => sweepOnce(ctx),
   });
-  webhookWorker = startWebhookWorker(ctx, { pollMs: config.WORKER_POLL_MS });
+  webhookWorker = startWebhookWorker(ctx, {
+    pollMs: config.WORKER_POLL_MS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+  });
   worker = startJobWorker(ctx, {
     concurrency: config.JOB_CONCURRENCY,
     codeConcurrency: config.CODE_CONCURRENCY,
