@@ -1,4 +1,4 @@
-// The billing hold (step 12 of contract section 3) lives in SQL (billing_hold, migration 0011): a
+// The billing hold (step 12 of contract section 3) lives in SQL (billing_hold, src/db/functions/billing.sql): a
 // property test against a model of contract section 2, on the real database. Random accounts
 // (plan or none, active or not, capped or not, overage or not, subscription, balance, holds,
 // today's usage) and request counts; each case runs in a transaction that is rolled back.
