@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { listFunctionFiles } from '../src/db/functions.ts';
 import { listMigrations, migrate } from '../src/db/migrate.ts';
 import { openTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { freePort, TEST_ADMIN_TOKEN, TEST_CODE_KEY } from './helpers/process.ts';
+import { databaseEnv, freePort, TEST_ADMIN_TOKEN, TEST_CODE_KEY } from './helpers/process.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const dirs: string[] = [];
@@ -122,7 +122,7 @@ test('the server refuses to start on an edited applied migration: exit 1, one li
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     LOG_LEVEL: 'warn',
     CODE_ENCRYPTION_KEY: TEST_CODE_KEY,
-    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    ...databaseEnv(),
   };
   const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
     // From the copy's sources (tsx), not its build: a build would print its own line first.
