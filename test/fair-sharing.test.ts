@@ -2,9 +2,9 @@
 // test; the activator's calls are shared so that no customer holds more than half while another
 // waits. Measured by order and counts (who was claimed before whom), never by wall-clock time.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createFairSemaphore } from '../src/activators/fair-semaphore.ts';
 import { createSandboxActivator } from '../src/activators/sandbox.ts';
 import { ManualClock } from '../src/core/clock.ts';
+import { createFairSemaphore } from '../src/core/fair-semaphore.ts';
 import { claimJob } from '../src/core/jobs/states.ts';
 import { type JobWorker, runJob, startJobWorker } from '../src/core/jobs/worker.ts';
 import { createMerchant, createTestApp, issueTestKey, type Merchant, type TestApp } from './helpers/app.ts';

@@ -2,11 +2,11 @@
 // receivers and an injected clock: customers take turns (each one's first due event before
 // anyone's second), no customer has more than 4 attempts in flight, a receiver that keeps failing
 // gets one attempt at a time until it answers again, and none of its events is dropped before
-// its retries are used. The resolver's slots go round-robin by customer (fair-slots.ts).
+// its retries are used. The resolver's slots go round-robin by customer (core/fair-semaphore.ts, the activator's too).
 import { describe, expect, test } from 'vitest';
+import { createFairSemaphore } from '../src/core/fair-semaphore.ts';
 import { deliverEvent } from '../src/core/webhooks/delivery.ts';
 import { claimDueEventsFairly } from '../src/core/webhooks/fair-claim.ts';
-import { createFairSlots } from '../src/core/webhooks/fair-slots.ts';
 import type { ClaimedEvent } from '../src/core/webhooks/worker-types.ts';
 import { createMerchant, type Merchant } from './helpers/app.ts';
 import { eventKit } from './helpers/event-kit.ts';
@@ -101,7 +101,7 @@ describe('claims across customers', () => {
 
 describe('the resolver slots', () => {
   test('free slots go round-robin by key; while another waits, no key holds more than half', async () => {
-    const slots = createFairSlots(4, 100);
+    const slots = createFairSemaphore(4, { maxQueued: 100 });
     const never = new AbortController().signal;
     const a = await Promise.all([0, 1, 2, 3].map(() => slots.acquire('customer:a', never)));
     expect(a.every((r) => r !== null)).toBe(true); // alone, a key may use them all
@@ -127,7 +127,7 @@ describe('the resolver slots', () => {
   });
 
   test('a waiter gives up at its deadline; beyond the queue bound a lookup is refused at once', async () => {
-    const slots = createFairSlots(1, 1);
+    const slots = createFairSemaphore(1, { maxQueued: 1 });
     const held = await slots.acquire('customer:a', new AbortController().signal);
     const deadline = new AbortController();
     const waiting = slots.acquire('customer:b', deadline.signal);

@@ -11,9 +11,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
+import { createFairSemaphore } from '../core/fair-semaphore.ts';
 import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import { type BreakerState, createBreaker } from './circuit-breaker.ts';
-import { createFairSemaphore } from './fair-semaphore.ts';
 import { type Exchange, exchangeUnlessSent } from './http-exchange.ts';
 import { judgeActivation, judgeStatus } from './http-protocol.ts';
 

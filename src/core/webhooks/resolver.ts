@@ -10,7 +10,7 @@
 // (`localhost` is refused before any lookup; a development receiver uses an IP literal).
 import { Resolver } from 'node:dns/promises';
 import type { CoreConfig } from '../context.ts';
-import { createFairSlots } from './fair-slots.ts';
+import { createFairSemaphore } from '../fair-semaphore.ts';
 
 export interface ResolvedAddress {
   address: string;
@@ -55,7 +55,7 @@ export function createWebhookResolver(opts: WebhookResolverOptions = {}): Webhoo
   const timeoutMs = opts.timeoutMs ?? 5_000;
   const concurrency = opts.concurrency ?? 8;
   const maxQueued = opts.maxQueued ?? 1_000;
-  const slots = createFairSlots(concurrency, maxQueued);
+  const slots = createFairSemaphore(concurrency, { maxQueued });
 
   async function lookup(hostname: string, key = ''): Promise<ResolvedAddress[]> {
     const deadline = AbortSignal.timeout(timeoutMs);
