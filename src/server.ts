@@ -67,7 +67,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await checkKeyringCoversRows(db, codeKey);
     // One registry for the process; activator calls are counted through a decorator.
     const metrics = createMetrics({ db });
-    activators = createActivators(config, { db, codeKey, clock, logger, metrics });
+    activators = createActivators(config, { db, codeKey, logger, metrics });
     const { live, test } = activators;
     const ctx: ServerContext = {
       db,

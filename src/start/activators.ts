@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import { createHttpActivator, type HttpActivator } from '../activators/http.ts';
 import { createSandboxActivator } from '../activators/sandbox.ts';
 import type { Config } from '../config.ts';
-import type { Clock } from '../core/clock.ts';
 import type { Activator } from '../core/redeem/activator.ts';
 import type { Database } from '../db/database.ts';
 import { instrumentActivator } from '../metrics/activator-metrics.ts';
@@ -20,12 +19,11 @@ export interface Activators {
 
 export function createActivators(
   config: Config,
-  deps: { db: Database; codeKey: Buffer; clock: Clock; logger: Logger; metrics: Metrics },
+  deps: { db: Database; codeKey: Buffer; logger: Logger; metrics: Metrics },
 ): Activators {
   const sandbox = createSandboxActivator({
     db: deps.db,
     codeKey: deps.codeKey,
-    clock: deps.clock,
     slowMs: config.SANDBOX_SLOW_MS,
     delayMs: config.SANDBOX_DELAY_MS,
   });

@@ -52,7 +52,7 @@ export async function createTestApp(
   const config: Config = loadConfig({ LOG_LEVEL: 'info', ...opts.env });
   const clock = opts.clock ?? new ManualClock('2026-11-22T09:00:00Z');
   const codeKey = Buffer.alloc(32, 7);
-  const sandbox = createSandboxActivator({ db: testDb.db, codeKey, clock, slowMs: opts.sandboxSlowMs });
+  const sandbox = createSandboxActivator({ db: testDb.db, codeKey, slowMs: opts.sandboxSlowMs });
   const ctx: ServerContext = {
     db: testDb.db,
     config,

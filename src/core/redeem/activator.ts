@@ -9,6 +9,23 @@ export interface ActivationOutcome {
   unknown?: boolean;
   category?: string | null;
   uc?: number | null;
+  /**
+   * With an `activated` answer of an activator whose memory lives in this database: the row its
+   * answer rests on, which the activator does not write itself. The commit that records the
+   * outcome writes it (redeem_record_outcome), so the memory and the outcome are one commit and
+   * one round trip, and a crash before that commit leaves no memory (a status check then says
+   * "not redeemed"). When the row is there already (the code was activated before, or by a
+   * request that committed first), the answer was provisional and wrong: the outcome is recorded
+   * as `code_used`, and billed as one.
+   */
+  memory?: ActivationMemory;
+}
+
+/** An activated code in an activator's memory: per mode, by the code's keyed hash. */
+export interface ActivationMemory {
+  mode: Mode;
+  codeHash: string;
+  playerId: string;
 }
 
 export interface CodeStatus {

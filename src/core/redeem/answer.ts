@@ -87,7 +87,8 @@ export async function answerRedeem(
       status = await finishSyncJob(deps, caller, job.id, input.requestId);
     }
     const view = { ...job, reference: input.request.reference };
-    const body = resultBody(view, rows, deps, input.requestId);
+    const sent = input.request.source === 'codes' ? input.request.codes : undefined;
+    const body = resultBody(view, rows, deps, input.requestId, sent);
     return {
       kind: 'result',
       status,
@@ -116,7 +117,8 @@ function resultBody(
   rows: JobCodeRow[],
   deps: Pick<RedeemDeps, 'codeKey'>,
   requestId: string,
+  sent?: readonly string[],
 ) {
-  const { ok, ...rest } = buildResult(job, rows, deps.codeKey);
+  const { ok, ...rest } = buildResult(job, rows, deps.codeKey, sent);
   return { ok, request_id: requestId, ...rest };
 }

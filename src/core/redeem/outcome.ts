@@ -1,18 +1,22 @@
-// Recording one code's outcome: its capture or release and its stock state in one commit
-// (redeem_record_outcome, src/db/functions/redeem.sql); the commit of a job's last outcome also
-// finishes the job. The runs (run.ts) and recovery (core/jobs/recovery.ts) both record through it.
+// Recording one code's outcome: its capture or release, its stock state and the activator's
+// memory an activated answer hands back, in one commit (redeem_record_outcome,
+// src/db/functions/redeem.sql); the commit of a job's last outcome also finishes the job. The runs
+// (run.ts) and recovery (core/jobs/recovery.ts) both record through it.
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import { utcDay } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import {
   BILLED_STATUSES,
+  type Disposition,
   dispositionOf,
   ERROR_CODE_OF,
   type JobCodeRow,
   type JobRow,
   STOCK_STATE_OF,
 } from '../jobs/jobs.ts';
+import { retryOnDeadlock } from '../retry.ts';
+import type { ActivationMemory, ActivationStatus } from './activator.ts';
 
 /**
  * How the commit of a job's last outcome finishes the job: a sync job with its key (its request's
@@ -35,22 +39,47 @@ export interface Outcome {
   unknown?: boolean;
   category?: string | null;
   uc?: number | null;
+  /** The activator's memory an activated answer rests on: written by the outcome's commit. */
+  memory?: ActivationMemory;
+}
+
+/** What was recorded: the outcome's billing, and the job when its commit finished it. */
+export interface Recorded {
+  status: ActivationStatus;
+  billed: boolean;
+  finished: Finished | null;
 }
 
 /** What redeem_record_outcome answers. */
 interface OutcomeRow {
   recorded: boolean;
   wallet_micros?: number;
+  /** The memory was there already: the outcome recorded was code_used. */
+  remembered?: boolean;
   finished?: number;
   finished_async?: boolean;
   codes?: JobCodeRow[];
   account?: AccountRow;
 }
 
+/** How an outcome is recorded: its error code, disposition, billing and stock state. */
+function columnsOf(status: ActivationStatus, unknown: boolean, source: JobRow['source']) {
+  const disposition: Disposition = dispositionOf(status, unknown, source);
+  return {
+    status,
+    errorCode: ERROR_CODE_OF[status],
+    disposition,
+    billed: BILLED_STATUSES.has(status),
+    stockState: STOCK_STATE_OF[disposition],
+  };
+}
+
 /**
  * Records a code's outcome with its capture or release and its stock state, in one commit. With
  * `finish` (a job's run), the commit of the job's last outcome also finishes the job: a sync job
- * and its key, with what the answer needs; an async job and its webhook event.
+ * and its key, with what the answer needs; an async job and its webhook event. An outcome with
+ * the activator's memory writes it in the same commit, and is recorded as code_used when the
+ * memory has the code already. Null when the outcome was recorded already.
  */
 export async function recordOutcome(
   deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
@@ -59,49 +88,67 @@ export async function recordOutcome(
   outcome: Outcome,
   fromState: 'pending' | 'sending',
   finish: FinishWith | null = null,
-): Promise<Finished | null> {
-  const status = outcome.status;
-  const billed = BILLED_STATUSES.has(status);
-  const disposition = dispositionOf(status, outcome.unknown === true, job.source);
+): Promise<Recorded | null> {
+  const given = columnsOf(outcome.status, outcome.unknown === true, job.source);
+  const memory = outcome.memory ?? null;
+  // What a remembered code is recorded as instead (contract section 9: used before).
+  const used = columnsOf('code_used', false, job.source);
   const now = deps.clock.now();
   const sync = finish !== null && 'requestId' in finish ? finish : null;
-  const r = await deps.db.query<{ r: OutcomeRow }>(
-    `select redeem_record_outcome($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                                  $18, $19) as r`,
-    [
-      job.id,
-      row.position,
-      fromState,
-      status,
-      ERROR_CODE_OF[status],
-      disposition,
-      billed,
-      outcome.category ?? null,
-      outcome.uc ?? null,
-      now,
-      new Date(now.getTime() + LEASE_MS),
-      STOCK_STATE_OF[disposition],
-      sync !== null,
-      finish !== null && 'eventId' in finish ? finish.eventId : null,
-      INSTANCE_ID,
-      job.customerId,
-      job.mode,
-      utcDay(now),
-      sync?.requestId ?? null,
-    ],
-    'redeem_record_outcome',
+  // Rolled back whole to break a lock cycle: run again (the code's state guards it, never twice).
+  const r = await retryOnDeadlock(() =>
+    deps.db.query<{ r: OutcomeRow }>(
+      `select redeem_record_outcome($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                                  $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) as r`,
+      [
+        job.id,
+        row.position,
+        fromState,
+        given.status,
+        given.errorCode,
+        given.disposition,
+        given.billed,
+        outcome.category ?? null,
+        outcome.uc ?? null,
+        now,
+        new Date(now.getTime() + LEASE_MS),
+        given.stockState,
+        sync !== null,
+        finish !== null && 'eventId' in finish ? finish.eventId : null,
+        INSTANCE_ID,
+        job.customerId,
+        job.mode,
+        utcDay(now),
+        sync?.requestId ?? null,
+        memory?.mode ?? null,
+        memory?.codeHash ?? null,
+        memory?.playerId ?? null,
+        used.status,
+        used.errorCode,
+        used.disposition,
+        used.billed,
+        used.stockState,
+      ],
+      'redeem_record_outcome',
+    ),
   );
   const recorded = r.rows[0]!.r;
   // Recorded already (by recovery racing a slow process): never billed, nor counted, twice.
   if (!recorded.recorded) return null;
+  const done = recorded.remembered ? used : given;
   // Counted after the commit, so a rolled-back outcome counts nothing.
   deps.metrics?.codeOutcome({
     mode: job.mode,
-    status,
-    disposition,
-    billed,
+    status: done.status,
+    disposition: done.disposition,
+    billed: done.billed,
     walletMicros: recorded.wallet_micros ?? 0,
   });
+  return { status: done.status, billed: done.billed, finished: finishedOf(job, recorded) };
+}
+
+/** What the commit of a job's last outcome did, from redeem_record_outcome's answer. */
+function finishedOf(job: Pick<JobRow, 'customerId'>, recorded: OutcomeRow): Finished | null {
   if (recorded.finished_async) return { async: true };
   if (recorded.finished === undefined) return null;
   return {

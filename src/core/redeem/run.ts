@@ -1,9 +1,10 @@
 // Running a redeem's codes and finishing it: the phases after phase 1 (start.ts).
 //   Per code: mark it out with the upstream (committed; phase 1 marked a sync job's first codes
 //   already), call the activator outside any transaction, then record the outcome with its
-//   capture or release in one commit (redeem_record_outcome, src/db/functions/redeem.sql). The
-//   commit of a job's last outcome also finishes the job: a sync job with its key made
-//   replayable, an async job with its webhook event in the outbox.
+//   capture or release, and the activator's memory when its answer hands one back, in one commit
+//   (redeem_record_outcome, src/db/functions/redeem.sql). The commit of a job's last outcome also
+//   finishes the job: a sync job with its key made replayable, an async job with its webhook
+//   event in the outbox.
 import { isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
 import { CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
@@ -251,10 +252,10 @@ async function attemptCode(
     } catch (err) {
       if (!isPgError(err, PG_UNIQUE_VIOLATION)) throw err;
       // The same code is out with the upstream for another request: never send it twice at once.
-      const finished = await whileLeased(deps, retry, 'recording an outcome', () =>
+      const recorded = await whileLeased(deps, retry, 'recording an outcome', () =>
         recordOutcome(deps, job, row, { status: 'failed', unknown: false }, 'pending', finish),
       );
-      return { billed: false, finished };
+      return { billed: false, finished: recorded?.finished ?? null };
     }
   }
   let outcome: Outcome;
@@ -267,9 +268,12 @@ async function attemptCode(
     deps.logger.warn({ err, jobId: job.id, code: `…${row.last4}` }, 'activator call failed');
     outcome = { status: 'failed', unknown: true };
   }
-  // The answer is known: it is recorded as soon as the database lets us, while the job is ours.
-  const finished = await whileLeased(deps, retry, 'recording an outcome', () =>
+  // The answer is known: it is recorded as soon as the database lets us, while the job is ours,
+  // with the activator's memory it rests on (an activation remembered already is code_used).
+  const recorded = await whileLeased(deps, retry, 'recording an outcome', () =>
     recordOutcome(deps, job, row, outcome, 'sending', finish),
   );
-  return { billed: BILLED_STATUSES.has(outcome.status), finished };
+  // Recorded already: most likely by this very commit, whose answer the connection lost.
+  if (!recorded) return { billed: BILLED_STATUSES.has(outcome.status), finished: null };
+  return { billed: recorded.billed, finished: recorded.finished };
 }

@@ -23,6 +23,7 @@ import {
   rateLimitedError,
   takeBurstSlot,
 } from '../keys/burst-limit.ts';
+import { retryOnDeadlock } from '../retry.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from '../stock/stock.ts';
 import type { RedeemRequest } from './request.ts';
 import { type NewCode, type StartResult, type StartRow, startResult } from './start-result.ts';
@@ -229,12 +230,20 @@ async function startFromStock(
  * connection error (503 unavailable).
  */
 async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Promise<T>): Promise<T> {
-  try {
-    return await commit();
-  } catch (err) {
-    if (isConnectionError(err)) void settleUnconfirmedStart(deps, jobId);
-    throw err;
-  }
+  // PostgreSQL may break a lock cycle by rolling this commit back whole (requests marking the same
+  // codes in other orders, or a phase 1 waiting on an outcome that waits for the account):
+  // nothing of it was written, so it runs again.
+  const once = async () => {
+    try {
+      return await commit();
+    } catch (err) {
+      if (isConnectionError(err)) void settleUnconfirmedStart(deps, jobId);
+      throw err;
+    }
+  };
+  return retryOnDeadlock(once, (attempt) =>
+    deps.logger.warn({ jobId, attempt }, 'phase 1 rolled back to break a lock cycle; running it again'),
+  );
 }
 
 /** A code as redeem_create_job inserts it: hashed, encrypted for job_codes, its last 4. */

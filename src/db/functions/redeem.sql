@@ -10,6 +10,10 @@
 -- Helpers are called as expressions (`v := f(...)`), which PL/pgSQL runs without a whole query.
 -- Lock order: the account row, then the job row (or daily_usage, stock rows).
 
+-- redeem_record_outcome took 19 arguments before it wrote the activator's memory (issue 22).
+drop function if exists redeem_record_outcome(text, integer, text, text, text, text, boolean, text, integer,
+  timestamptz, timestamptz, text, boolean, text, text, bigint, text, date, text);
+
 -- Phase 1, first half (steps 10 of contract section 3, after authentication and the burst
 -- limit): re-checks a cached key ({"kind": "recheck"} when it was revoked, expired or its customer
 -- disabled: the caller authenticates it again for the contract's answer), takes a burst slot
@@ -208,13 +212,20 @@ end $$;
 -- redeem.completed event in the outbox (job_finish_async), one commit less per async job.
 -- {"recorded": false} when the outcome was recorded already (by recovery racing a slow
 -- process): never billed twice.
+-- p_memory_*: the activator's memory an activated answer rests on (the sandbox's, contract
+-- section 9; ActivationOutcome.memory in core/redeem/activator.ts), written here, in the
+-- outcome's commit. When it is there already (the code was activated before, or by a request
+-- that committed first), the answer was wrong: the outcome recorded, billed and set in stock is
+-- p_used_* (code_used, as core/jobs/jobs.ts maps it), and the answer says {"remembered": true}.
 -- Typed arguments, not a jsonb bag: PostgreSQL checks each value's type at the call (one round
 -- trip either way), and core/redeem/outcome.ts recordOutcome passes them in this order.
 create or replace function redeem_record_outcome(
   p_job text, p_position integer, p_from_state text, p_status text, p_error_code text, p_disposition text,
   p_billed boolean, p_category text, p_uc integer, p_now timestamptz, p_lease_until timestamptz,
   p_stock_state text, p_finish boolean, p_finish_event_id text, p_owner text, p_customer bigint, p_mode text,
-  p_day date, p_request_id text) returns jsonb
+  p_day date, p_request_id text, p_memory_mode text, p_memory_code_hash text, p_memory_player_id text,
+  p_used_status text, p_used_error_code text, p_used_disposition text, p_used_billed boolean,
+  p_used_stock_state text) returns jsonb
 language plpgsql as $$
 declare
   v_stock bigint;
@@ -223,6 +234,9 @@ declare
   v_all_done boolean;
   v_activated boolean;
   v_status integer;
+  v_billed boolean := p_billed;
+  v_stock_state text := p_stock_state;
+  v_remembered boolean := false;
   v_result jsonb;
 begin
   update job_codes
@@ -234,15 +248,31 @@ begin
   if not found then
     return jsonb_build_object('recorded', false);
   end if;
-  if p_billed then
+  if p_memory_code_hash is not null then
+    -- Two outcomes of the same code at once: the second waits for the first one's commit here,
+    -- then finds its row.
+    insert into sandbox_redemptions (mode, code_hash, player_id, created_at)
+    values (p_memory_mode, p_memory_code_hash, p_memory_player_id, p_now)
+    on conflict do nothing;
+    if not found then
+      v_remembered := true;
+      v_billed := p_used_billed;
+      v_stock_state := p_used_stock_state;
+      update job_codes
+         set status = p_used_status, error_code = p_used_error_code, disposition = p_used_disposition,
+             billed = p_used_billed
+       where job_id = p_job and position = p_position;
+    end if;
+  end if;
+  if v_billed then
     v_wallet := billing_capture_one(p_job, p_now);
   else
     perform billing_release_one(p_job);
   end if;
   if v_stock is not null then
-    v_moved := stock_set_state(array[v_stock], p_stock_state, p_now);
+    v_moved := stock_set_state(array[v_stock], v_stock_state, p_now);
   end if;
-  v_result := jsonb_build_object('recorded', true, 'wallet_micros', v_wallet);
+  v_result := jsonb_build_object('recorded', true, 'wallet_micros', v_wallet, 'remembered', v_remembered);
   if p_finish or p_finish_event_id is not null then
     -- One scan of the job's codes: all done (this was the last), and whether one was activated.
     select bool_and(state = 'done'), coalesce(bool_or(state = 'done' and status = 'activated'), false)
