@@ -25,20 +25,17 @@ async function meCounted(key: string) {
 }
 
 /**
- * A merchant whose key this process has cached: its second GET /v1/me is one statement, after
- * the read budget's slot (contract 13.8: one more statement on every read).
+ * A merchant whose key this process has cached: its second GET /v1/me is one statement (which
+ * also takes the read budget's slot, contract 13.8).
  */
 async function cachedMerchant() {
   const m = await createMerchant(t, { topup: { test: 2 } });
-  expect((await meCounted(m.key)).statements).toBe(2 + READ_SLOT);
+  expect((await meCounted(m.key)).statements).toBe(2);
   const hit = await meCounted(m.key);
   expect(hit.res.statusCode).toBe(200);
-  expect(hit.statements).toBe(1 + READ_SLOT);
+  expect(hit.statements).toBe(1);
   return m;
 }
-
-/** The read budget's slot, taken by every read before its statement (contract 13.8). */
-const READ_SLOT = 1;
 
 function expectError(res: Awaited<ReturnType<typeof getMe>>, status: number, code: string) {
   expect(res.statusCode).toBe(status);
@@ -52,7 +49,7 @@ describe('a cached key', () => {
     const after = await meCounted(m.key);
     expectError(after.res, 401, 'revoked');
     // Still answered from the cache plus the one statement: the statement saw the revocation.
-    expect(after.statements).toBe(1 + READ_SLOT);
+    expect(after.statements).toBe(1);
     // Not identified: no quota headers on a 401.
     expect(after.res.headers['svc-quota-used']).toBeUndefined();
   });
@@ -68,7 +65,7 @@ describe('a cached key', () => {
     await t.ctx.db.query('update customers set disabled_at = now() where id = $1', [m.customerId]);
     const { res, statements } = await meCounted(m.key);
     expectError(res, 403, 'unknown_customer');
-    expect(statements).toBe(1 + READ_SLOT);
+    expect(statements).toBe(1);
     expect(res.headers['svc-quota-used']).toBe('0');
     expect(res.headers['svc-quota-remaining']).toBe('100');
     expect(res.headers['svc-balance-usd']).toBe('2');

@@ -3,6 +3,7 @@
 // database lookup (in-process, bounded).
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createRefusalPace } from '../src/core/limits/refusal-pace.ts';
 import { addressKey, createUnknownKeyLimit } from '../src/core/limits/unknown-key-limit.ts';
 import { takeCustomerLimit } from '../src/http/tenant-limits.ts';
 import {
@@ -210,5 +211,45 @@ describe('unknown keys per client address (50 per 10 s, no lookup beyond)', () =
     for (let i = 0; i < 100; i++) limit.recordUnknown('198.51.100.9', 5_000 + i);
     expect(limit.refusal('198.51.100.9', 15_097)).toBe(1);
     expect(limit.refusal('198.51.100.9', 15_098)).toBeNull();
+  });
+});
+
+describe('a flood of refusals is paced (100 a second per key or address, each held at most 1 s)', () => {
+  test('the pace: one subject at a time, its queue capped, subjects apart, memory bounded', () => {
+    const pace = createRefusalPace({ perSecond: 100, maxDelayMs: 35, capacity: 2 });
+    // 10 ms apart; a refusal past the cap waits the cap and does not lengthen the queue.
+    expect([0, 0, 0, 0, 0, 0].map(() => pace.delayFor('read:a', 1_000))).toEqual([0, 10, 20, 30, 35, 35]);
+    expect(pace.delayFor('address:b', 1_000)).toBe(0);
+    // Time passing frees the turns: a client that waits its Retry-After never waits here.
+    expect(pace.delayFor('read:a', 2_000)).toBe(0);
+    expect(pace.delayFor('read:a', 2_000)).toBe(10);
+    // At most `capacity` subjects remembered: the oldest (address:b) was forgotten.
+    pace.delayFor('read:c', 2_000);
+    expect(pace.delayFor('address:b', 2_000)).toBe(0);
+  });
+
+  test('a key refused again and an address sending unknown keys get every 429, spread in time', async () => {
+    const m = await createMerchant(t);
+    await t.ctx.db.query(
+      `insert into burst_windows (key_id, hits_ms, accepted)
+       select $1, array(select $2::int8 from generate_series(1, 300)), true`,
+      [`read:${m.keyId}`, t.clock.now().getTime()],
+    );
+    const started = performance.now();
+    const reads = await Promise.all(Array.from({ length: 21 }, () => get('/v1/me', m.key)));
+    const readsMs = performance.now() - started;
+    for (const res of reads) expectRateLimited(res, 10);
+    // The first refusal is answered at once; the 20 after it, 10 ms apart at the least.
+    expect(readsMs).toBeGreaterThanOrEqual(190);
+
+    for (let i = 0; i < 50; i++)
+      expect((await get('/v1/me', unknownKey(), '192.0.2.77')).statusCode).toBe(401);
+    const start2 = performance.now();
+    const unknown = await Promise.all(
+      Array.from({ length: 21 }, () => get('/v1/me', unknownKey(), '192.0.2.77')),
+    );
+    const unknownMs = performance.now() - start2;
+    for (const res of unknown) expect(res.statusCode).toBe(429);
+    expect(unknownMs).toBeGreaterThanOrEqual(190);
   });
 });

@@ -7,6 +7,7 @@
 //   - `burstInStatement`: the route's statement takes the burst slot (POST /v1/redeem).
 // A request answered before that statement runs (a 413, a malformed body) gets both checks
 // first, in the contract's order, from `settle` (the route's validation and the error handler).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountState } from '../core/accounts/accounts.ts';
 import type { Clock } from '../core/clock.ts';
@@ -15,6 +16,7 @@ import { ApiError } from '../core/errors.ts';
 import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
+import type { RefusalPace } from '../core/limits/refusal-pace.ts';
 import type { UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import { windowLimitedError } from '../core/limits/window-limit.ts';
 import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
@@ -30,12 +32,13 @@ export interface KeyChecks {
 
 /**
  * `unknownKeys` (contract 13.8): an address that sent too many unknown keys is refused before the
- * lookup, unless this process already knows the key exists.
+ * lookup, unless this process already knows the key exists; `pace` spaces a flood's refusals.
  */
 export function installKeyChecks(
   app: FastifyInstance,
   ctx: AppContext,
   unknownKeys?: UnknownKeyLimit,
+  pace?: RefusalPace,
 ): KeyChecks {
   app.decorateRequest('auth', null);
   app.decorateRequest('cachedKey', null);
@@ -51,7 +54,10 @@ export function installKeyChecks(
       const digest = keyDigest(request);
       if (unknownKeys && !keyCache.get(digest)) {
         const wait = unknownKeys.refusal(request.ip, ctx.clock.now().getTime());
-        if (wait !== null) throw unknownKeyRefusal(unknownKeys, wait);
+        if (wait !== null) {
+          await paced(pace, `address:${request.ip}`);
+          throw unknownKeyRefusal(unknownKeys, wait);
+        }
       }
       try {
         key = await authenticate(ctx.db, digest, ctx.clock, keyCache);
@@ -158,6 +164,12 @@ export function keyPassedInStatement(request: FastifyRequest): void {
   request.burstPending = false;
   request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
   request.cachedKey = null;
+}
+
+/** Holds a refusal of `subject` for its turn (core/limits/refusal-pace.ts); at once if unpaced. */
+export async function paced(pace: RefusalPace | undefined, subject: string): Promise<void> {
+  const ms = pace?.delayFor(subject, performance.now()) ?? 0;
+  if (ms > 0) await sleep(ms);
 }
 
 const unknownKeyRefusal = (limit: UnknownKeyLimit, wait: number) =>

@@ -4,6 +4,7 @@ import { loadAccountState, today } from '../core/accounts/accounts.ts';
 import type { AppContext } from '../core/context.ts';
 import { newRequestId } from '../core/ids.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
+import { createRefusalPace } from '../core/limits/refusal-pace.ts';
 import { retryFor, retryOnConnectionError } from '../core/retry.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import type { ServerContext } from './context.ts';
@@ -51,9 +52,12 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
 
   // Authentication runs before the body is read, so a huge body from a bad key is a 401; then
   // the burst limit.
-  keyChecks = installKeyChecks(app, ctx, unknownKeyLimitFrom(ctx.config));
+  // A flood's repeated refusals (a key past its read budget, an address past its unknown-key
+  // limit) are answered at most 100 a second per key or address, each held at most 1 s.
+  const pace = createRefusalPace({ perSecond: 100, maxDelayMs: 1000 });
+  keyChecks = installKeyChecks(app, ctx, unknownKeyLimitFrom(ctx.config), pace);
   // Then the read and registration limits of contract 13.8.
-  installTenantLimits(app, ctx, keyChecks);
+  installTenantLimits(app, ctx, keyChecks, pace);
 
   // Quota and balance headers on every response whose key was identified, as of after the call.
   app.addHook('onSend', async (request, reply, payload) => {

@@ -9,8 +9,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AccountState, loadAccountState, type Mode, today } from '../core/accounts/accounts.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
+import type { RefusalPace } from '../core/limits/refusal-pace.ts';
 import { createUnknownKeyLimit, type UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import {
+  type SlotTake,
   takeWindowSlot,
   type WindowRule,
   type WindowSlot,
@@ -18,7 +20,7 @@ import {
 } from '../core/limits/window-limit.ts';
 import type { ServerContext } from './context.ts';
 import { setAccountHeaders } from './headers.ts';
-import type { KeyChecks } from './key-checks.ts';
+import { type KeyChecks, paced } from './key-checks.ts';
 
 export type CustomerLimit = 'webhook' | 'redeliver';
 
@@ -72,9 +74,15 @@ export async function takeCustomerLimit(
 }
 
 /** Registers the hook; call it after installKeyChecks so the key is known when it runs. */
-export function installTenantLimits(app: FastifyInstance, ctx: ServerContext, keyChecks: KeyChecks): void {
+export function installTenantLimits(
+  app: FastifyInstance,
+  ctx: ServerContext,
+  keyChecks: KeyChecks,
+  pace?: RefusalPace,
+): void {
   const rules = tenantRules(ctx.config);
   const full = createFullWindows();
+  app.decorateRequest('readSlot', null);
   // A refused key's check and quota headers, reused for a second: a flooding key then costs the
   // database two statements a second, not two a request.
   const refused = new Map<string, { atMs: number; state: AccountState; key: KeyRecord }>();
@@ -114,12 +122,25 @@ export function installTenantLimits(app: FastifyInstance, ctx: ServerContext, ke
       const facts = keyOf(request);
       const nowMs = ctx.clock.now().getTime();
       // A key this process saw refused stays refused until its window frees: no statement.
-      const slot =
-        full.refusal(facts.id, nowMs) ??
-        (await takeWindowSlot(ctx.db, rules.read, facts.id, ctx.clock.now()));
+      const known = full.refusal(facts.id, nowMs);
+      if (!known && config.readLimit === 'inStatement') {
+        request.readSlot = {
+          take: { rule: rules.read, subject: facts.id, nowMs },
+          async settle(slot) {
+            if (slot.allowed) return;
+            full.remember(facts.id, slot);
+            await paced(pace, `read:${facts.id}`);
+            throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
+          },
+        };
+        return;
+      }
+      const slot = known ?? (await takeWindowSlot(ctx.db, rules.read, facts.id, ctx.clock.now()));
       if (slot.allowed) return;
       full.remember(facts.id, slot);
       await identifyRefused(request, reply, facts.id, nowMs);
+      // A key refused again before its Retry-After waits its turn (core/limits/refusal-pace.ts).
+      await paced(pace, `read:${facts.id}`);
       throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
     }
     if (config.customerLimit) {
@@ -160,6 +181,23 @@ function createFullWindows(capacity = 10_000) {
   };
 }
 
+/**
+ * The read slot a `readLimit: 'inStatement'` route takes in its own statement: `take` goes to the
+ * statement, and `settle` is called with the statement's slot after the key checks (so a revoked
+ * key still answers 401 first), throwing the 429 when the slot was refused (paced, as every
+ * refusal of a read: core/limits/refusal-pace.ts).
+ */
+export interface ReadSlotInStatement {
+  readonly take: SlotTake;
+  settle(slot: WindowSlot): Promise<void>;
+}
+
+export function readSlotOf(request: FastifyRequest): ReadSlotInStatement {
+  // Set by the hook for every `readLimit: 'inStatement'` route it lets through.
+  if (!request.readSlot) throw new Error("route without readLimit: 'inStatement'");
+  return request.readSlot;
+}
+
 function keyOf(request: FastifyRequest) {
   const facts = request.auth ?? request.cachedKey;
   // The key checks answer before this hook for a request without a key; a limited route without
@@ -170,9 +208,15 @@ function keyOf(request: FastifyRequest) {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Count the request in the key's read budget (contract 13.8). */
-    readLimit?: boolean;
+    /**
+     * Count the request in the key's read budget (contract 13.8): `true` in a statement of its
+     * own before the handler, `'inStatement'` in the route's own statement (readSlotOf).
+     */
+    readLimit?: boolean | 'inStatement';
     /** Count the request in its customer-and-mode limit (contract 13.8). */
     customerLimit?: CustomerLimit;
+  }
+  interface FastifyRequest {
+    readSlot: ReadSlotInStatement | null;
   }
 }

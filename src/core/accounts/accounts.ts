@@ -2,6 +2,14 @@
 import type { Queryable } from '../../db/database.ts';
 import { usdNumber } from '../billing/money.ts';
 import { type Clock, isoUtc, utcDay } from '../clock.ts';
+import {
+  SLOT_COLUMNS,
+  type SlotTake,
+  slotArgs,
+  slotFromRow,
+  slotJoin,
+  type WindowSlot,
+} from '../limits/window-limit.ts';
 
 export type Mode = 'live' | 'test';
 export const MODES: readonly Mode[] = ['live', 'test'];
@@ -106,30 +114,46 @@ export async function loadAccountState(
   return row ? accountStateFrom(customerId, row) : null;
 }
 
-const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", a.*
+const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", a.*, ${SLOT_COLUMNS}
        from api_keys k
        cross join lateral account_row(k.customer_id, k.mode, $2::date) a
+       ${slotJoin(3)}
       where k.id = $1`;
 
 /**
  * The account of a key's customer in the key's mode, with what can change about the key
- * (revocation) and its customer (disabled): GET /v1/me in one statement, so a cached key is
- * checked again by the statement that answers the request.
+ * (revocation) and its customer (disabled), and the key's read slot (contract 13.8) taken: GET
+ * /v1/me in one statement, so a cached key is checked again by the statement that answers the
+ * request, and the read counts itself there.
  */
 export async function loadKeyAccountState(
   q: Queryable,
   key: { id: string; customerId: number },
   day: string,
-): Promise<{ revokedAt: Date | null; expiresAt: Date | null; state: AccountState } | null> {
-  const r = await q.query<AccountRow & { revokedAt: Date | null; expiresAt: Date | null }>(
-    LOAD_KEY_ACCOUNT_SQL,
-    [key.id, day],
-    'key_account_state',
-  );
+  read: SlotTake,
+): Promise<{
+  revokedAt: Date | null;
+  expiresAt: Date | null;
+  state: AccountState;
+  readSlot: WindowSlot;
+} | null> {
+  const r = await q.query<
+    AccountRow & {
+      revokedAt: Date | null;
+      expiresAt: Date | null;
+      slotOk: boolean;
+      slotHits: Array<number | string>;
+    }
+  >(LOAD_KEY_ACCOUNT_SQL, [key.id, day, ...slotArgs(read)], 'key_account_state');
   const row = r.rows[0];
   // The expiry is read again too: a reroll (contract 13.4) moves it after a process cached the key.
   return row
-    ? { revokedAt: row.revokedAt, expiresAt: row.expiresAt, state: accountStateFrom(key.customerId, row) }
+    ? {
+        revokedAt: row.revokedAt,
+        expiresAt: row.expiresAt,
+        state: accountStateFrom(key.customerId, row),
+        readSlot: slotFromRow(row, read),
+      }
     : null;
 }
 

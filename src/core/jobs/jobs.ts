@@ -5,6 +5,14 @@
 import type { Queryable } from '../../db/database.ts';
 import type { AccountRow, Mode } from '../accounts/accounts.ts';
 import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
+import {
+  SLOT_COLUMNS,
+  type SlotTake,
+  slotArgs,
+  slotFromRow,
+  slotJoin,
+  type WindowSlot,
+} from '../limits/window-limit.ts';
 import type { ActivationStatus } from '../redeem/activator.ts';
 
 export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
@@ -101,20 +109,23 @@ export function jobWithCodes(row: JobWithCodesRow | undefined): JobWithCodes | n
 
 /**
  * GET /v1/jobs/{id} in one statement: the key's revocation and its customer's account (which
- * also gives the quota headers), and the async job of that id if it is the key's customer's and
- * mode's (jobId null: no job can have the id asked for), with its codes. Null for no such key.
+ * also gives the quota headers), the key's read slot (contract 13.8) taken, and the async job of
+ * that id if it is the key's customer's and mode's (jobId null: no job can have the id asked for),
+ * with its codes. Null for no such key.
  */
 export async function loadKeyJob(
   q: Queryable,
   key: { id: string },
   jobId: string | null,
   day: string,
+  read: SlotTake,
 ): Promise<{
   revokedAt: Date | null;
   expiresAt: Date | null;
   account: AccountRow;
   job: JobRow | null;
   codes: JobCodeRow[];
+  readSlot: WindowSlot;
 } | null> {
   const r = await q.query<
     JobRow & {
@@ -123,21 +134,32 @@ export async function loadKeyJob(
       account: AccountRow;
       codes: JobCodeRow[] | null;
       found: boolean;
+      slotOk: boolean;
+      slotHits: Array<number | string>;
     }
   >(
     `select k.revoked_at as "revokedAt", k.expires_at as "keyExpiresAt", account_state(k.customer_id, k.mode, $2::date) as account,
-            j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes
+            j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes,
+            ${SLOT_COLUMNS}
        from api_keys k
        left join jobs j on j.id = $3 and j.customer_id = k.customer_id and j.mode = k.mode and j.is_async
+       ${slotJoin(4)}
       where k.id = $1`,
-    [key.id, day, jobId],
+    [key.id, day, jobId, ...slotArgs(read)],
     'key_job',
   );
   const row = r.rows[0];
   if (!row) return null;
-  const { revokedAt, keyExpiresAt, account, codes, found, ...job } = row;
+  const { revokedAt, keyExpiresAt, account, codes, found, slotOk, slotHits, ...job } = row;
   // The key's expiry is read again: a reroll (contract 13.4) moves a cached key's expiry.
-  return { revokedAt, expiresAt: keyExpiresAt, account, job: found ? job : null, codes: codes ?? [] };
+  return {
+    revokedAt,
+    expiresAt: keyExpiresAt,
+    account,
+    job: found ? job : null,
+    codes: codes ?? [],
+    readSlot: slotFromRow({ slotOk, slotHits }, read),
+  };
 }
 
 export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {
@@ -205,10 +227,14 @@ function shownCode(
   job: Pick<JobRow, 'customerId' | 'mode' | 'source'>,
   r: JobCodeRow,
   codeKey: Buffer,
+  sent?: readonly string[],
 ): string {
   if (r.codeEncrypted === null) return maskCode(r.last4, r.codeLength ?? r.last4.length);
   if (job.source === 'stock' || r.stockId !== null)
     return maskCode(r.last4, storedCodeLength(r.codeEncrypted));
+  // The request being answered sent this code: echoed as sent, without decrypting it again.
+  const known = sent?.[r.position];
+  if (known !== undefined) return known;
   return decryptCode(codeKey, r.codeEncrypted, {
     table: 'job_codes',
     customerId: job.customerId,
@@ -221,11 +247,12 @@ export function codeResults(
   job: Pick<JobRow, 'customerId' | 'mode' | 'source'>,
   rows: JobCodeRow[],
   codeKey: Buffer,
+  sent?: readonly string[],
 ): CodeResult[] {
   return rows
     .filter((r) => r.state === 'done')
     .map((r) => ({
-      code: shownCode(job, r, codeKey),
+      code: shownCode(job, r, codeKey, sent),
       category: r.category,
       uc: r.uc,
       status: r.status!,
@@ -236,12 +263,17 @@ export function codeResults(
 }
 
 /** The redeem result of contract section 3 (the caller adds request_id, and job_id for jobs). */
+/**
+ * A job's result body (contract section 3). `sent`: the caller's codes of the request being
+ * answered, by position (a fresh sync answer), shown as sent instead of decrypted.
+ */
 export function buildResult(
   job: Pick<JobRow, 'customerId' | 'mode' | 'source' | 'playerId' | 'reference'>,
   rows: JobCodeRow[],
   codeKey: Buffer,
+  sent?: readonly string[],
 ) {
-  const codes = codeResults(job, rows, codeKey);
+  const codes = codeResults(job, rows, codeKey, sent);
   const summary = { activated: 0, code_used: 0, invalid_code: 0, bad_player: 0, failed: 0 };
   let ucDelivered = 0;
   let billed = 0;

@@ -43,16 +43,51 @@ export async function takeWindowSlot(
   subject: string,
   now: Date,
 ): Promise<WindowSlot> {
-  const nowMs = now.getTime();
-  const r = await q.query<{ ok: boolean; hits: Array<number | string> }>(
-    'select ok, hits from burst_take($1, $2, $3, $4)',
-    [`${rule.bucket}:${subject}`, nowMs, rule.windowMs, rule.limit],
+  const take = { rule, subject, nowMs: now.getTime() };
+  const r = await q.query<{ slotOk: boolean; slotHits: Array<number | string> }>(
+    `select ${SLOT_COLUMNS} from burst_take($1, $2, $3, $4) slot`,
+    slotArgs(take),
     'window_take',
   );
   const row = r.rows[0];
   if (!row) throw new Error('window limit upsert returned no row');
+  return slotFromRow(row, take);
+}
+
+/**
+ * A slot taken inside a route's own statement (GET /v1/me, GET /v1/jobs/{id}): the statement
+ * joins `slotJoin(n)` and selects `SLOT_COLUMNS`, with `slotArgs` as its parameters $n to $n+3, and
+ * its row gives the slot through `slotFromRow`. The request then costs one statement, and the
+ * table is unlogged (migration 0065), so counting a read adds no log flush to it.
+ */
+export interface SlotTake {
+  readonly rule: WindowRule;
+  readonly subject: string;
+  readonly nowMs: number;
+}
+
+export const SLOT_COLUMNS = 'slot.ok as "slotOk", slot.hits as "slotHits"';
+
+/** The statement's join that takes the slot, its four parameters from $first. */
+export const slotJoin = (first: number) =>
+  `cross join lateral burst_take($${first}, $${first + 1}, $${first + 2}, $${first + 3}) slot`;
+
+export const slotArgs = (take: SlotTake) => [
+  `${take.rule.bucket}:${take.subject}`,
+  take.nowMs,
+  take.rule.windowMs,
+  take.rule.limit,
+];
+
+export function slotFromRow(row: { slotOk: boolean; slotHits: Array<number | string> }, take: SlotTake) {
   // pg returns bigint[] elements as strings, PGlite as numbers.
-  return windowSlotFrom(row.ok, row.hits.map(Number), nowMs, rule.limit, rule.windowMs);
+  return windowSlotFrom(
+    row.slotOk,
+    row.slotHits.map(Number),
+    take.nowMs,
+    take.rule.limit,
+    take.rule.windowMs,
+  );
 }
 
 /** The answer for a verdict and the subject's counted times after it (this request's included). */
