@@ -1,9 +1,11 @@
 // The database seam: one small interface, two implementations (PGlite embedded, `pg` server).
 // Every query in the project goes through `Queryable`, so it runs inside or outside a transaction.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
 import { isConnectionError } from './connection-errors.ts';
+import { pgliteStartParams, releaseSeedMemory } from './pglite-memory.ts';
 import { type PoolMode, poolModeFromEnv } from './pool-mode.ts';
 
 export { isConnectionError };
@@ -92,9 +94,13 @@ function parseInt8(value: string): number {
 
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
+  // Only a data directory made now (the serving process's first start); not an in-memory one.
+  const seeding = dataDir !== undefined && !existsSync(join(dataDir, 'PG_VERSION'));
   const db = await PGlite.create(dataDir, {
     parsers: { [pgliteTypes.INT8]: parseInt8 },
+    startParams: pgliteStartParams(),
   });
+  if (seeding) await releaseSeedMemory();
   const counters = newCounters();
   // PGlite has a single connection; its own mutex serialises queries and transactions.
   const wrap = (q: { query: PGlite['query'] }, inTransaction: boolean): Queryable => ({
