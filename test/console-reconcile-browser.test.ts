@@ -141,4 +141,39 @@ describe.skipIf(!haveChromium)("a customer's event log and statement in Chromium
     await page.locator('[data-section=statement]').screenshot({ path: join(DOCS, 'console-statement.png') });
     expect(problems).toEqual([]);
   });
+
+  test('a page still loading when the operator moves on never draws over the page that replaced it', async () => {
+    // The overview's usage answers arrive late (as under load): by then the customer page shows.
+    let release!: () => void;
+    const late = new Promise<void>((done) => {
+      release = done;
+    });
+    let holding!: () => void;
+    const held = new Promise<void>((done) => {
+      holding = done;
+    });
+    await page.route('**/admin/v1/usage?granularity=hour*', async (route) => {
+      holding();
+      await late;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${base}/console#/overview`);
+      // Move on only once the overview is loading: under load a second hash change can land
+      // before the first one's handler runs, and the overview would then never start.
+      await held;
+      await page.goto(`${base}/console#/customers/${m.customerId}`);
+      await page.waitForSelector(`[data-table=events] tr[data-event="${eventId}"]`);
+      const answered = page.waitForResponse('**/admin/v1/usage?granularity=hour*');
+      release();
+      await answered;
+      // The overview's render ran into its own detached view: the customer page is still there.
+      await page.waitForTimeout(300);
+      expect(await page.locator(`[data-table=events] tr[data-event="${eventId}"]`).count()).toBe(1);
+      expect(await page.locator('[data-plot=hourly]').count()).toBe(0);
+    } finally {
+      await page.unroute('**/admin/v1/usage?granularity=hour*');
+    }
+    expect(problems).toEqual([]);
+  });
 });

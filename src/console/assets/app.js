@@ -96,12 +96,16 @@ async function route() {
     const m = pattern.exec(path);
     if (!m) continue;
     for (const a of nav.querySelectorAll('a')) a.classList.toggle('active', a.dataset.nav === section);
-    put(main, h('p.muted', 'Loading…'));
+    // Each navigation renders into a view of its own: a page still loading when the operator
+    // moves on writes into its detached view, never over the page that replaced it.
+    const view = h('div.view');
+    put(main, view);
+    put(view, h('p.muted', 'Loading…'));
     try {
-      await render(main, ...m.slice(1));
+      await render(view, ...m.slice(1));
     } catch (err) {
       if (err.status !== 401)
-        put(main, h('p.status', { 'data-state': 'error' }, `Could not load: ${err.message}`));
+        put(view, h('p.status', { 'data-state': 'error' }, `Could not load: ${err.message}`));
     }
     return;
   }
