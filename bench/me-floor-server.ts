@@ -1,7 +1,8 @@
 // The ceiling of the GET /v1/me goal (issue 10): the least a /v1/me can do, run as its own process
 // like the gateway. The same work the contract asks of the answer: the key's SHA-256 digest looked
 // up in an in-process map (one query on a miss, like the gateway's key cache), the gateway's own
-// statement (`loadKeyAccountState`, prepared), the same headers and the same body built by the
+// statement (`loadKeyAccountState`, prepared, which also counts the read in the key's read budget
+// of contract 13.8, as every /v1/me must), the same headers and the same body built by the
 // gateway's own functions. What it leaves out is everything around that work: the gateway's
 // hooks, request logger, metrics, graceful-stop accounting, error handling, revocation, expiry and
 // scope checks. Its rate against "Fastify + one prepared pg query" is the highest ratio any
@@ -60,12 +61,18 @@ async function keyFacts(token: string): Promise<Facts | undefined> {
   return found;
 }
 
+// The read budget of contract 13.8 at its default (300 per key per sliding 10 s), counted in the
+// same statement as the gateway counts it.
+const READ_RULE = { bucket: 'read', what: 'reads for this key', limit: 300, windowMs: 10_000 };
+
 const app = Fastify({ logger: false, genReqId: newRequestId });
 app.get('/v1/me', async (request, reply) => {
   const header = request.headers.authorization ?? '';
   const key = header.startsWith('Bearer ') ? await keyFacts(header.slice(7)) : undefined;
-  const found = key && (await loadKeyAccountState(db, key, today(systemClock)));
+  const read = { rule: READ_RULE, subject: key?.id ?? '', nowMs: Date.now() };
+  const found = key && (await loadKeyAccountState(db, key, today(systemClock), read));
   if (!key || !found) return reply.code(401).send({ ok: false, error_code: 'unauthorized' });
+  if (!found.readSlot.allowed) return reply.code(429).send({ ok: false, error_code: 'rate_limited' });
   reply
     .header('X-Request-Id', request.id)
     .header('Cache-Control', 'no-store')

@@ -143,7 +143,9 @@ export const SQL_REDEEM_FIXTURES = [
    begin
      return redeem_record_outcome(
        'job' || n, 0, 'sending', 'activated', null, 'consumed', true, '60', 60, clock_timestamp(),
-       clock_timestamp() + interval '30 s', null, true, null, 'bench', c, 'test', current_date, 'req' || n);
+       clock_timestamp() + interval '30 s', null, true, null, 'bench', c, 'test', current_date, 'req' || n,
+       -- The test-mode sandbox's memory of the code, written with the outcome (issue 22).
+       'test', md5('code' || n), '5123456789', 'code_used', 'CODE_USED', 'deleted', true, 'deleted');
    end $$`,
 ];
 

@@ -1,7 +1,7 @@
 // The redeem's SQL alone on PGlite, against one query by primary key on the same PGlite: the
-// ceiling of issue 10's PGlite ratio (sync redeem through the gateway / Fastify + one PGlite
-// query), however fast the gateway's Node side gets. In-process and sequential (PGlite has one
-// connection), the same two statements as bench/pgbench.ts's sqlRedeemTps.
+// ceiling of issue 22's PGlite goal (sync redeem through the gateway ÷ this), however fast the
+// gateway's Node side gets. In-process and sequential (PGlite has one connection), the same two
+// statements as bench/pgbench.ts's sqlRedeemTps. `npm run bench` runs it too (pgliteSqlRedeem).
 //   npx tsx bench/pglite-sql-redeem.ts [--count=N]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,9 +11,8 @@ import { openPglite } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { SQL_REDEEM_FIXTURES } from './pgbench.ts';
 
-async function main() {
-  const { values } = parseArgs({ options: { count: { type: 'string', default: '2000' } } });
-  const count = Number(values.count);
+/** Per second, sequential: one query by primary key, and a sync redeem's two statements. */
+export async function pgliteSqlRedeem(count: number): Promise<{ one: number; redeem: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'pglite-sql-redeem-'));
   const db = await openPglite(dir);
   try {
@@ -34,17 +33,25 @@ async function main() {
       await db.query('select bench_start($1, $2)', [customer, n]);
       await db.query('select bench_finish($1, $2)', [customer, n]);
     });
-    process.stdout.write(
-      `PGlite, ${count} each, sequential: one query ${one.toFixed(0)}/s, a sync redeem's SQL alone ` +
-        `${redeem.toFixed(0)}/s, ratio ${(redeem / one).toFixed(3)} (the ceiling of the PGlite goal, 0.3)\n`,
-    );
+    return { one, redeem };
   } finally {
     await db.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`failed: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-});
+async function main() {
+  const { values } = parseArgs({ options: { count: { type: 'string', default: '2000' } } });
+  const count = Number(values.count);
+  const { one, redeem } = await pgliteSqlRedeem(count);
+  process.stdout.write(
+    `PGlite, ${count} each, sequential: one query ${one.toFixed(0)}/s, a sync redeem's SQL alone ` +
+      `${redeem.toFixed(0)}/s, ratio ${(redeem / one).toFixed(3)}\n`,
+  );
+}
+
+if (process.argv[1] && import.meta.filename === process.argv[1])
+  main().catch((err: unknown) => {
+    process.stderr.write(`failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  });

@@ -118,6 +118,12 @@ export function processCpuSeconds(pid: number): number {
 }
 
 /** Machine-wide CPU counters (busy and total ticks over all cores), from /proc/stat. */
+/** A process's resident memory now (VmRSS, /proc), in MB. */
+export function residentMb(pid: number): number {
+  const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
 export function machineCpu(): { busy: number; total: number } {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;

@@ -1,7 +1,7 @@
 // Load benchmark (npm run bench): a plain Fastify hello-world as the baseline, then the gateway's
 // GET /v1/health, GET /v1/me and a synchronous one-code POST /v1/redeem (sandbox activator, test
 // keys), on the embedded PGlite database and, given a URL, on PostgreSQL, with the floors and
-// ceilings of issue 10's goals (one query, the least a /v1/me can do, pgbench). Every server runs as a
+// ceilings of issue 22's goals (pgbench, the SQL alone, the least a /v1/me can do, PGlite). Every server runs as a
 // child process; autocannon runs here. Ratios are against the baseline of this same run, because
 // the machines are noisy: compare ratios between runs, not raw numbers. See bench/README.md.
 import { randomBytes } from 'node:crypto';
@@ -15,12 +15,14 @@ import { createFixtures } from './fixtures.ts';
 import { gatewayEnv } from './gateway.ts';
 import { backendCpuBetween, pgSnapshot } from './pg-stats.ts';
 import { type PgbenchResult, pgbenchTps, sqlRedeemTps } from './pgbench.ts';
+import { pgliteSqlRedeem } from './pglite-sql-redeem.ts';
 import {
   type Child,
   freePort,
   HOST,
   machineCpu,
   processCpuSeconds,
+  residentMb,
   startChild,
   waitForHttp,
   waitForLine,
@@ -83,6 +85,9 @@ interface Row {
   statementsPerRequest?: number;
   roundTripsPerRequest?: number;
 }
+
+/** The embedded (PGlite) gateway's resident memory: right after start, and after the redeem load. */
+const embedded: { afterStartMb?: number; afterRedeemMb?: number; startSeconds?: number } = {};
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -339,6 +344,10 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
   try {
     await waitForHttp(server, `${publicUrl}/v1/health`);
     const startSeconds = (Date.now() - started) / 1000;
+    if (!databaseUrl) {
+      embedded.afterStartMb = residentMb(server.pid);
+      embedded.startSeconds = startSeconds;
+    }
     const fixturesStarted = Date.now();
     const keys = await createFixtures({
       adminUrl: `http://${HOST}:${adminPort}`,
@@ -415,6 +424,7 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
             admin,
           ),
         );
+        if (!databaseUrl) embedded.afterRedeemMb = residentMb(server.pid);
       }
     }
     return rows;
@@ -428,7 +438,7 @@ function printTable(
   o: Options,
   rows: Row[],
   baselines: Row[],
-  meta: { loadStart: number[]; loadEnd: number[]; pgbench: Pgbench | undefined },
+  meta: { loadStart: number[]; loadEnd: number[] } & Ceilings,
 ) {
   const baseline = baselines.reduce((a, r) => a + r.reqPerSec, 0) / baselines.length;
   const header = [
@@ -483,7 +493,7 @@ function printTable(
     format(widths.map((w) => '-'.repeat(w))),
     ...lines.map(format),
     '',
-    ...goalLines(rows, meta.pgbench),
+    ...goalLines(rows, meta),
     '',
     ...[...baselines, ...rows]
       .filter((r) => r.reasons)
@@ -499,54 +509,72 @@ interface Pgbench {
   sqlRedeem: PgbenchResult;
 }
 
-/** The ratios of issue 10's goals, each against its floor measured in this same run. */
-function goalLines(rows: Row[], pgbench: Pgbench | undefined): string[] {
+/** The ratios of issue 22's goals, each against its ceiling measured in this same run. */
+function goalLines(rows: Row[], ceilings: Ceilings): string[] {
   const find = (scenario: string, database: string) =>
     rows.find((r) => r.scenario === scenario && r.database === database)?.reqPerSec;
   const ratio = (label: string, value: number | undefined, floor: number | undefined, goal: number) =>
     value === undefined || floor === undefined
       ? `${label}: not measured`
       : `${label}: ${(value / floor).toFixed(2)} (goal >= ${goal}; ${value.toFixed(0)} / ${floor.toFixed(0)})`;
+  const { pgbench, pgliteSql } = ceilings;
+  const mb = (n: number | undefined) => (n === undefined ? '?' : `${n.toFixed(0)} MB`);
   return [
-    'Goals (issue 10):',
+    'Goals (issue 22), each against a ceiling measured in this run:',
+    ratio(
+      '  sync redeem on PostgreSQL / its SQL alone under pgbench (tps)',
+      find('redeem', 'postgres'),
+      pgbench?.sqlRedeem.tps,
+      0.8,
+    ),
+    ratio("  the redeem's SQL alone / pgbench TPC-B (tps)", pgbench?.sqlRedeem.tps, pgbench?.tpcb.tps, 0.5),
+    ...(pgbench
+      ? [
+          `    machine CPU ms per transaction: ${pgbench.sqlRedeem.cpuMsPerTx.toFixed(2)} (SQL alone) / ` +
+            `${pgbench.tpcb.cpuMsPerTx.toFixed(2)} (TPC-B)`,
+        ]
+      : []),
+    ratio(
+      '  GET /v1/me on PostgreSQL / its ceiling (bench/me-floor-server.ts)',
+      find('me', 'postgres'),
+      find('me-floor', 'postgres'),
+      0.9,
+    ),
+    ratio(
+      '  sync redeem on PGlite / its SQL alone on PGlite (bench/pglite-sql-redeem.ts, sequential)',
+      find('redeem', 'pglite'),
+      pgliteSql?.redeem,
+      0.8,
+    ),
+    `  embedded serving process RSS (goal < 400 MB): ${mb(embedded.afterStartMb)} after start ` +
+      `(healthy in ${embedded.startSeconds?.toFixed(1) ?? '?'} s, new data dir), ` +
+      `${mb(embedded.afterRedeemMb)} after the redeem load`,
+    'Floors (issue 10), for comparison across runs:',
     ratio(
       '  GET /v1/me on PostgreSQL / Fastify + one prepared pg query',
       find('me', 'postgres'),
       find('one-query', 'postgres (prepared)'),
       0.6,
     ),
-    ...(find('me-floor', 'postgres') === undefined
-      ? []
-      : [
-          ratio(
-            '    its ceiling, the least a /v1/me can do (bench/me-floor-server.ts) / the same floor',
-            find('me-floor', 'postgres'),
-            find('one-query', 'postgres (prepared)'),
-            0.6,
-          ),
-          `    the gateway's /v1/me / that ceiling (what the gateway's own framework keeps): ` +
-            `${((find('me', 'postgres') ?? Number.NaN) / (find('me-floor', 'postgres') ?? Number.NaN)).toFixed(2)}`,
-        ]),
-    ratio(
-      '  sync redeem on PostgreSQL / pgbench TPC-B tps',
-      find('redeem', 'postgres'),
-      pgbench?.tpcb.tps,
-      0.5,
-    ),
-    ...(pgbench
-      ? [
-          `    its ceiling, the redeem's SQL alone under pgbench / TPC-B: ${(pgbench.sqlRedeem.tps / pgbench.tpcb.tps).toFixed(2)} ` +
-            `(${pgbench.sqlRedeem.tps.toFixed(0)} / ${pgbench.tpcb.tps.toFixed(0)} tps; machine CPU ms per transaction ` +
-            `${pgbench.sqlRedeem.cpuMsPerTx.toFixed(2)} / ${pgbench.tpcb.cpuMsPerTx.toFixed(2)})`,
-        ]
-      : []),
+    ratio('  sync redeem on PostgreSQL / pgbench TPC-B', find('redeem', 'postgres'), pgbench?.tpcb.tps, 0.5),
     ratio(
       '  sync redeem on PGlite / Fastify + one PGlite query',
       find('redeem', 'pglite'),
       find('one-query', 'pglite'),
       0.3,
     ),
+    ...(pgliteSql
+      ? [
+          `    PGlite sequential: one query ${pgliteSql.one.toFixed(0)}/s, the redeem's SQL alone ${pgliteSql.redeem.toFixed(0)}/s`,
+        ]
+      : []),
   ];
+}
+
+/** The ceilings measured outside the gateway in this run. */
+interface Ceilings {
+  pgbench: Pgbench | undefined;
+  pgliteSql: { one: number; redeem: number } | undefined;
 }
 
 async function main() {
@@ -558,7 +586,16 @@ async function main() {
   const loadStart = loadavg();
   const baselines = [await runBaseline(o, 'none (first)')];
   const rows: Row[] = [];
-  if (o.pglite) rows.push(await runOneQuery(o), ...(await runGateway(o, 'pglite')));
+  let pgliteSql: Ceilings['pgliteSql'];
+  if (o.pglite) {
+    rows.push(await runOneQuery(o), ...(await runGateway(o, 'pglite')));
+    if (o.scenarios.includes('redeem')) {
+      pgliteSql = await pgliteSqlRedeem(2000);
+      process.stderr.write(
+        `  PGlite, a sync redeem's SQL alone, sequential: ${pgliteSql.redeem.toFixed(0)}/s\n`,
+      );
+    }
+  }
   let pgbench: Pgbench | undefined;
   if (o.postgres) {
     rows.push(await runOneQuery(o, o.postgres), ...(await runGateway(o, 'postgres', o.postgres)));
@@ -576,7 +613,7 @@ async function main() {
   } else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
   // A second baseline at the end: how far the two differ shows how noisy the machine was.
   baselines.push(await runBaseline(o, 'none (last)'));
-  printTable(o, rows, baselines, { loadStart, loadEnd: loadavg(), pgbench });
+  printTable(o, rows, baselines, { loadStart, loadEnd: loadavg(), pgbench, pgliteSql });
 }
 
 main().catch((err: unknown) => {
