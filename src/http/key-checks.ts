@@ -7,7 +7,6 @@
 //   - `burstInStatement`: the route's statement takes the burst slot (POST /v1/redeem).
 // A request answered before that statement runs (a 413, a malformed body) gets both checks
 // first, in the contract's order, from `settle` (the route's validation and the error handler).
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountState } from '../core/accounts/accounts.ts';
 import type { Clock } from '../core/clock.ts';
@@ -16,7 +15,7 @@ import { ApiError } from '../core/errors.ts';
 import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
-import type { RefusalPace } from '../core/limits/refusal-pace.ts';
+import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
 import type { UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import { windowLimitedError } from '../core/limits/window-limit.ts';
 import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
@@ -164,12 +163,6 @@ export function keyPassedInStatement(request: FastifyRequest): void {
   request.burstPending = false;
   request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
   request.cachedKey = null;
-}
-
-/** Holds a refusal of `subject` for its turn (core/limits/refusal-pace.ts); at once if unpaced. */
-export async function paced(pace: RefusalPace | undefined, subject: string): Promise<void> {
-  const ms = pace?.delayFor(subject, performance.now()) ?? 0;
-  if (ms > 0) await sleep(ms);
 }
 
 const unknownKeyRefusal = (limit: UnknownKeyLimit, wait: number) =>

@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AccountState, loadAccountState, type Mode, today } from '../core/accounts/accounts.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
-import type { RefusalPace } from '../core/limits/refusal-pace.ts';
+import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
 import { createUnknownKeyLimit, type UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import {
   type SlotTake,
@@ -20,7 +20,7 @@ import {
 } from '../core/limits/window-limit.ts';
 import type { ServerContext } from './context.ts';
 import { setAccountHeaders } from './headers.ts';
-import { type KeyChecks, paced } from './key-checks.ts';
+import type { KeyChecks } from './key-checks.ts';
 
 export type CustomerLimit = 'webhook' | 'redeliver';
 

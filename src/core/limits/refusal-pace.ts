@@ -9,6 +9,7 @@
 // `maxDelayMs`, and what it holds is N sockets and N timers.
 // Hand-written, not a library: a rate limiter library answers "allowed or not", and what this
 // needs is "how long to hold an answer already decided", in a dozen lines.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface RefusalPace {
   /** How long (ms) to hold this refusal of `subject` before answering it: 0 when under pace. */
@@ -37,4 +38,10 @@ export function createRefusalPace(opts: {
       return delay;
     },
   };
+}
+
+/** Holds a refusal of `subject` for its turn; at once when under pace or unpaced. */
+export async function paced(pace: RefusalPace | undefined, subject: string): Promise<void> {
+  const ms = pace?.delayFor(subject, performance.now()) ?? 0;
+  if (ms > 0) await sleep(ms);
 }
