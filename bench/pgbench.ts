@@ -25,6 +25,12 @@ export interface PgbenchResult {
   tps: number;
   /** The machine's busy CPU milliseconds (all processes) per transaction. */
   cpuMsPerTx: number;
+  /**
+   * Bytes of write-ahead log per transaction (the server's whole log over the run; nothing else
+   * writes during it). Unlike tps it does not move with the machine's noise: the write set's
+   * own measure. Under load the SQL alone waits mostly on the log's flush (LWLock:WALWrite).
+   */
+  walBytesPerTx: number;
   transactions: number;
 }
 
@@ -108,15 +114,35 @@ async function withThrowawayDatabase<T>(
 }
 
 async function pgbench(target: string, args: string[]): Promise<PgbenchResult> {
+  const walBefore = await walLsn(target);
   const before = machineCpu();
   const { stdout } = await run('pgbench', [...args, target], { maxBuffer: 1 << 24 });
   const after = machineCpu();
+  const walAfter = await walLsn(target);
   const tps = /tps = ([\d.]+)/.exec(stdout);
   const done = /actually processed: (\d+)/.exec(stdout);
   if (!tps || !done) throw new Error(`pgbench printed no tps:\n${stdout}`);
   // /proc/stat counts in ticks of 10 ms.
   const transactions = Number(done[1]);
-  return { tps: Number(tps[1]), cpuMsPerTx: ((after.busy - before.busy) * 10) / transactions, transactions };
+  return {
+    tps: Number(tps[1]),
+    cpuMsPerTx: ((after.busy - before.busy) * 10) / transactions,
+    walBytesPerTx: Number(walAfter - walBefore) / transactions,
+    transactions,
+  };
+}
+
+/** The server's current write-ahead log position, in bytes. */
+async function walLsn(target: string): Promise<bigint> {
+  const client = new pg.Client({ connectionString: target });
+  await client.connect();
+  try {
+    const r = await client.query<{ lsn: string }>(`select pg_current_wal_lsn()::text as lsn`);
+    const [hi, lo] = r.rows[0]!.lsn.split('/');
+    return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
+  } finally {
+    await client.end();
+  }
 }
 
 /** The SQL-only redeem's fixtures and its two wrapper functions (also used by pglite-sql-redeem.ts). */

@@ -532,6 +532,8 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
       ? [
           `    machine CPU ms per transaction: ${pgbench.sqlRedeem.cpuMsPerTx.toFixed(2)} (SQL alone) / ` +
             `${pgbench.tpcb.cpuMsPerTx.toFixed(2)} (TPC-B)`,
+          `    write-ahead log bytes per transaction: ${pgbench.sqlRedeem.walBytesPerTx.toFixed(0)} (SQL alone) / ` +
+            `${pgbench.tpcb.walBytesPerTx.toFixed(0)} (TPC-B)`,
         ]
       : []),
     ratio(
