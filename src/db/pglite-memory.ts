@@ -19,7 +19,7 @@ export function pgliteStartParams(): string[] {
 }
 
 /**
- * After a new data directory was made: one full garbage collection, so the seeding instances'
+ * After a new data directory was made: two full garbage collections, so the seeding instances'
  * WASM heaps go back to the system now, not at some later collection (a small JS heap may not
  * see one for minutes). V8 exposes gc() only behind a flag: set it, take the function from a new
  * context, and unset it again (the way Jest does for --logHeapUsage).

@@ -4,6 +4,7 @@ import { usdNumber } from '../billing/money.ts';
 import { type Clock, isoUtc, utcDay } from '../clock.ts';
 import {
   SLOT_COLUMNS,
+  type SlotRow,
   type SlotTake,
   slotArgs,
   slotFromRow,
@@ -138,12 +139,11 @@ export async function loadKeyAccountState(
   readSlot: WindowSlot;
 } | null> {
   const r = await q.query<
-    AccountRow & {
-      revokedAt: Date | null;
-      expiresAt: Date | null;
-      slotOk: boolean;
-      slotHits: Array<number | string>;
-    }
+    AccountRow &
+      SlotRow & {
+        revokedAt: Date | null;
+        expiresAt: Date | null;
+      }
   >(LOAD_KEY_ACCOUNT_SQL, [key.id, day, ...slotArgs(read)], 'key_account_state');
   const row = r.rows[0];
   // The expiry is read again too: a reroll (contract 13.4) moves it after a process cached the key.

@@ -7,6 +7,7 @@ import type { AccountRow, Mode } from '../accounts/accounts.ts';
 import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
 import {
   SLOT_COLUMNS,
+  type SlotRow,
   type SlotTake,
   slotArgs,
   slotFromRow,
@@ -134,9 +135,7 @@ export async function loadKeyJob(
       account: AccountRow;
       codes: JobCodeRow[] | null;
       found: boolean;
-      slotOk: boolean;
-      slotHits: Array<number | string>;
-    }
+    } & SlotRow
   >(
     `select k.revoked_at as "revokedAt", k.expires_at as "keyExpiresAt", account_state(k.customer_id, k.mode, $2::date) as account,
             j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes,
@@ -262,9 +261,8 @@ export function codeResults(
     }));
 }
 
-/** The redeem result of contract section 3 (the caller adds request_id, and job_id for jobs). */
 /**
- * A job's result body (contract section 3). `sent`: the caller's codes of the request being
+ * A job's result body (contract section 3; the caller adds request_id, and job_id for jobs). `sent`: the caller's codes of the request being
  * answered, by position (a fresh sync answer), shown as sent instead of decrypted.
  */
 export function buildResult(

@@ -44,7 +44,7 @@ export async function takeWindowSlot(
   now: Date,
 ): Promise<WindowSlot> {
   const take = { rule, subject, nowMs: now.getTime() };
-  const r = await q.query<{ slotOk: boolean; slotHits: Array<number | string> }>(
+  const r = await q.query<SlotRow>(
     `select ${SLOT_COLUMNS} from burst_take($1, $2, $3, $4) slot`,
     slotArgs(take),
     'window_take',
@@ -68,6 +68,12 @@ export interface SlotTake {
 
 export const SLOT_COLUMNS = 'slot.ok as "slotOk", slot.hits as "slotHits"';
 
+/** What `SLOT_COLUMNS` adds to a statement's row. */
+export interface SlotRow {
+  slotOk: boolean;
+  slotHits: Array<number | string>;
+}
+
 /** The statement's join that takes the slot, its four parameters from $first. */
 export const slotJoin = (first: number) =>
   `cross join lateral burst_take($${first}, $${first + 1}, $${first + 2}, $${first + 3}) slot`;
@@ -79,7 +85,7 @@ export const slotArgs = (take: SlotTake) => [
   take.rule.limit,
 ];
 
-export function slotFromRow(row: { slotOk: boolean; slotHits: Array<number | string> }, take: SlotTake) {
+export function slotFromRow(row: SlotRow, take: SlotTake) {
   // pg returns bigint[] elements as strings, PGlite as numbers.
   return windowSlotFrom(
     row.slotOk,
