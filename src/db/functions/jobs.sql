@@ -56,15 +56,25 @@ begin
   return true;
 end $$;
 
--- A job's codes as the camelCase fields core/jobs/jobs.ts builds results from, in position order.
+-- A job's codes in one scan: whether all are done, whether one was activated, and the codes as
+-- the camelCase fields core/jobs/jobs.ts builds results from, in position order. The outcome
+-- that finishes a sync job needs all three (redeem_record_outcome: one statement, not two).
+create or replace function job_codes_scan(p_job text, out all_done boolean, out activated boolean, out codes jsonb)
+language plpgsql stable as $$
+begin
+  select bool_and(state = 'done'), coalesce(bool_or(state = 'done' and status = 'activated'), false),
+         coalesce(jsonb_agg(jsonb_build_object(
+           'position', position, 'codeHash', code_hash, 'codeEncrypted', code_encrypted,
+           'codeLength', code_length, 'last4', last4, 'stockId', stock_id, 'category', category, 'uc', uc,
+           'state', state, 'status', status, 'errorCode', error_code, 'disposition', disposition,
+           'billed', billed, 'reused', reused) order by position), '[]'::jsonb)
+    into all_done, activated, codes
+    from job_codes where job_id = p_job;
+end $$;
+
+-- A job's codes alone, as job_codes_scan gives them.
 create or replace function job_codes_json(p_job text) returns jsonb
 language plpgsql stable as $$
 begin
-  return (
-    select coalesce(jsonb_agg(jsonb_build_object(
-             'position', position, 'codeHash', code_hash, 'codeEncrypted', code_encrypted,
-             'codeLength', code_length, 'last4', last4, 'stockId', stock_id, 'category', category, 'uc', uc,
-             'state', state, 'status', status, 'errorCode', error_code, 'disposition', disposition,
-             'billed', billed, 'reused', reused) order by position), '[]'::jsonb)
-      from job_codes where job_id = p_job);
+  return (job_codes_scan(p_job)).codes;
 end $$;
