@@ -527,6 +527,10 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
       pgbench?.sqlRedeem.tps,
       0.8,
     ),
+    ...redeemCpuLines(
+      rows.find((r) => r.scenario === 'redeem' && r.database === 'postgres'),
+      pgbench,
+    ),
     ratio("  the redeem's SQL alone / pgbench TPC-B (tps)", pgbench?.sqlRedeem.tps, pgbench?.tpcb.tps, 0.5),
     ...(pgbench
       ? [
@@ -547,6 +551,10 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
       find('redeem', 'pglite'),
       pgliteSql?.redeem,
       0.8,
+    ),
+    ...pgliteCpuLines(
+      rows.find((r) => r.scenario === 'redeem' && r.database === 'pglite'),
+      pgliteSql,
     ),
     `  embedded serving process RSS (goal < 400 MB): ${mb(embedded.afterStartMb)} after start ` +
       `(healthy in ${embedded.startSeconds?.toFixed(1) ?? '?'} s, new data dir), ` +
@@ -570,6 +578,42 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
           `    PGlite sequential: one query ${pgliteSql.one.toFixed(0)}/s, the redeem's SQL alone ${pgliteSql.redeem.toFixed(0)}/s`,
         ]
       : []),
+  ];
+}
+
+/**
+ * Where the machine's CPU goes per redeem through the gateway, against the SQL alone's. Both runs
+ * keep every core busy on a small machine, so their tps ratio is about the inverse ratio of their
+ * machine CPU per redeem: the gateway's redeem ratio can only pass its goal when the gateway
+ * process and the load generator together cost less than (1 / goal - 1) of PostgreSQL's share.
+ */
+function redeemCpuLines(row: Row | undefined, pgbench: Pgbench | undefined): string[] {
+  if (!row || !pgbench || row.pgCpu === undefined || !(row.reqPerSec > 0)) return [];
+  const perRedeem = (percentOfOneCore: number) => (10 * percentOfOneCore) / row.reqPerSec;
+  const machine = perRedeem(row.machineCpu * availableParallelism());
+  const pg = perRedeem(row.pgCpu);
+  const gateway = row.cpuMsPerRequest;
+  const sql = pgbench.sqlRedeem.cpuMsPerTx;
+  return [
+    `    machine CPU ms per redeem: ${machine.toFixed(2)} through the gateway (PostgreSQL ${pg.toFixed(2)}, ` +
+      `the gateway process ${gateway.toFixed(2)}, the rest ${(machine - pg - gateway).toFixed(2)}: the load ` +
+      `generator and the machine) / ${sql.toFixed(2)} for the SQL alone under pgbench`,
+    `    so on this machine the ratio can reach about ${(sql / machine).toFixed(2)} (${sql.toFixed(2)} / ` +
+      `${machine.toFixed(2)}); 0.8 needs the gateway's whole redeem at <= ${(sql / 0.8).toFixed(2)} ms of machine CPU`,
+  ];
+}
+
+/**
+ * The embedded gateway runs its database in its own process: its CPU per redeem against the SQL
+ * alone's time per redeem (sequential, one core busy), the most the ratio can reach.
+ */
+function pgliteCpuLines(row: Row | undefined, pgliteSql: Ceilings['pgliteSql']): string[] {
+  if (!row || !pgliteSql || !(row.cpuMsPerRequest > 0)) return [];
+  const sql = 1000 / pgliteSql.redeem;
+  return [
+    `    the embedded process's CPU ms per redeem: ${row.cpuMsPerRequest.toFixed(2)}, of which its SQL alone ` +
+      `would take ${sql.toFixed(2)}; the rest (${(row.cpuMsPerRequest - sql).toFixed(2)}) is HTTP, crypto, ` +
+      `the protocol and answers, and shares the same core`,
   ];
 }
 
