@@ -43,7 +43,8 @@ Options (defaults in brackets):
   --customers=N           bench customers per database [200]
   --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
-  --cpu-prof=DIR          write a V8 CPU profile of each gateway process into DIR (summarise one
+  --cpu-prof=DIR          write a V8 CPU profile of each gateway process (and of the /me
+                          ceiling's) into DIR (summarise one
                           with: npx tsx bench/profile-summary.ts DIR/<file>.cpuprofile)
   --help
 `;
@@ -279,7 +280,9 @@ function meRequests(nextKey: () => string): autocannon.Request[] {
 /** The least a GET /v1/me can do (bench/me-floor-server.ts), on the gateway's database and keys. */
 async function runMeFloor(o: Options, databaseUrl: string, keys: string[], gatewayUrl: string): Promise<Row> {
   const env = { ...process.env, QUERY_DATABASE_URL: databaseUrl };
-  const child = startChild(['--import', 'tsx', join(repoRoot, 'bench/me-floor-server.ts')], env, repoRoot);
+  const profile = o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : [];
+  const script = join(repoRoot, 'bench/me-floor-server.ts');
+  const child = startChild([...profile, '--import', 'tsx', script], env, repoRoot);
   try {
     const [, port] = await waitForLine(child, /listening (\d+)/);
     await checkSameAnswer(`${gatewayUrl}/v1/me`, `http://${HOST}:${port}/v1/me`, keys[0]!);

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BURST_LIMIT, BURST_WINDOW_MS, burstSlotFrom, takeBurstSlot } from '../src/core/keys/burst-limit.ts';
+import { takeWindowSlot, type WindowRule } from '../src/core/limits/window-limit.ts';
 import { type Database, openPostgres } from '../src/db/database.ts';
 import { bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 
@@ -221,6 +222,49 @@ describe('takeBurstSlot', () => {
     const perCall = (performance.now() - started) / n;
     console.log(`[burst-limit] ${db.kind}: ${perCall.toFixed(3)} ms per takeBurstSlot (${n} sequential)`);
     expect(perCall).toBeGreaterThan(0);
+  });
+});
+
+describe('takeWindowSlot (the limits of contract 13.8, read from the slot statement as two numbers)', () => {
+  const rule: WindowRule = { bucket: 'test', what: 'tests', limit: 5, windowMs: 3_000 };
+
+  test('matches a model of the sliding window when processes stamp times out of order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        // Arrivals in order, each stamped by a process whose clock is up to 1.5 s off.
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 8_000 }), fc.integer({ min: -1_500, max: 1_500 })), {
+          minLength: 10,
+          maxLength: 40,
+        }),
+        async (arrivals) => {
+          const subject = newKeyId();
+          // The subject's log as every take leaves it: the times inside that take's window.
+          let counted: number[] = [];
+          const stamps = arrivals.sort(([x], [y]) => x - y).map(([t, skew]) => Math.max(0, t + skew));
+          for (const ms of stamps) {
+            counted = counted.filter((a) => a > ms - rule.windowMs);
+            const allowed = counted.length < rule.limit;
+            if (allowed) counted.push(ms);
+            const untilOldestLeaves =
+              counted.length === 0 ? 0 : Math.ceil((Math.min(...counted) + rule.windowMs - ms) / 1000);
+            const slot = await takeWindowSlot(db, rule, subject, at(ms));
+            expect(slot).toEqual({
+              allowed,
+              limit: rule.limit,
+              remaining: rule.limit - counted.length,
+              resetSec: Math.max(0, untilOldestLeaves),
+              ...(allowed
+                ? {}
+                : {
+                    retryAfterSec: Math.max(1, untilOldestLeaves),
+                    fullUntilMs: T0 + Math.min(...counted) + rule.windowMs,
+                  }),
+            });
+          }
+        },
+      ),
+      { numRuns: 25, endOnFailure: true },
+    );
   });
 });
 

@@ -149,7 +149,7 @@ export async function loadKeyJob(
   );
   const row = r.rows[0];
   if (!row) return null;
-  const { revokedAt, keyExpiresAt, account, codes, found, slotOk, slotHits, ...job } = row;
+  const { revokedAt, keyExpiresAt, account, codes, found, slotOk, slotCount, slotOldestMs, ...job } = row;
   // The key's expiry is read again: a reroll (contract 13.4) moves a cached key's expiry.
   return {
     revokedAt,
@@ -157,7 +157,7 @@ export async function loadKeyJob(
     account,
     job: found ? job : null,
     codes: codes ?? [],
-    readSlot: slotFromRow({ slotOk, slotHits }, read),
+    readSlot: slotFromRow({ slotOk, slotCount, slotOldestMs }, read),
   };
 }
 
