@@ -3,7 +3,34 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
+
+/**
+ * Throws unless the PostgreSQL database at `url` holds no table of its own: a bench fills its
+ * database with customers and keys under a code key of its own, so a database an earlier run (or
+ * anything else) used would fail half-way ("CODE_ENCRYPTION_KEY lacks key id …"), or worse, be
+ * written into. Checked before the run starts.
+ */
+export async function refuseUsedDatabase(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const r = await client.query<{ name: string; tables: string }>(
+      `select current_database() as name, count(*)::text as tables
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where c.relkind in ('r', 'p') and n.nspname <> 'information_schema' and n.nspname not like 'pg\\_%'`,
+    );
+    const { name, tables } = r.rows[0]!;
+    if (Number(tables) > 0)
+      throw new Error(
+        `database "${name}" already has ${tables} table(s): the bench needs a new, empty database ` +
+          `that it may fill (createdb NAME; dropdb NAME after)`,
+      );
+  } finally {
+    await client.end();
+  }
+}
 
 export async function withBenchDatabase(
   postgresUrl: string | undefined,

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { refuseUsedDatabase } from './database.ts';
 import { createFixtures } from './fixtures.ts';
 import { gatewayEnv } from './gateway.ts';
 import { backendCpuBetween, pgSnapshot } from './pg-stats.ts';
@@ -36,7 +37,8 @@ Options (defaults in brackets):
   --connections=N         concurrent connections [16]
   --scenarios=LIST        gateway scenarios, comma-separated: health,me,redeem [health,me,redeem]
   --postgres=URL          also run on this PostgreSQL database [DATABASE_URL if set]
-                          use a throwaway database: the run creates customers and keys in it
+                          use a new, empty database: the run creates customers and keys in
+                          it, and refuses a database that already has tables
   --skip-pglite           do not run on the embedded database
   --skip-pgbench          do not run pgbench (TPC-B and the SQL-only redeem; each makes and drops
                           its own database)
@@ -632,6 +634,7 @@ async function main() {
     process.stdout.write(HELP);
     return;
   }
+  if (o.postgres) await refuseUsedDatabase(o.postgres);
   const loadStart = loadavg();
   const baselines = [await runBaseline(o, 'none (first)')];
   const rows: Row[] = [];
