@@ -45,9 +45,9 @@ Options (defaults in brackets):
   --customers=N           bench customers per database [200]
   --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
-  --cpu-prof=DIR          write a V8 CPU profile of each gateway process (and of the /me
-                          ceiling's) into DIR (summarise one
-                          with: npx tsx bench/profile-summary.ts DIR/<file>.cpuprofile)
+  --cpu-prof=DIR          write a V8 CPU profile of each gateway process and of the /me
+                          ceiling's into DIR (summarise one with:
+                          npx tsx bench/profile-summary.ts DIR/<file>.cpuprofile)
   --help
 `;
 

@@ -262,8 +262,9 @@ export function codeResults(
 }
 
 /**
- * A job's result body (contract section 3; the caller adds request_id, and job_id for jobs). `sent`: the caller's codes of the request being
- * answered, by position (a fresh sync answer), shown as sent instead of decrypted.
+ * A job's result body (contract section 3; the caller adds request_id, and job_id for jobs).
+ * `sent`: the caller's codes of the request being answered, by position (a fresh sync answer),
+ * shown as sent instead of decrypted.
  */
 export function buildResult(
   job: Pick<JobRow, 'customerId' | 'mode' | 'source' | 'playerId' | 'reference'>,

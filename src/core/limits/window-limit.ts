@@ -79,8 +79,8 @@ export const SLOT_COLUMNS = `slot.ok as "slotOk", cardinality(slot.hits) as "slo
 export interface SlotRow {
   slotOk: boolean;
   slotCount: number;
-  /** null when the log is empty; pg gives int8 as a string unless told otherwise. */
-  slotOldestMs: number | string | null;
+  /** null when the log is empty (int8: a number, as the database seam reads every int8). */
+  slotOldestMs: number | null;
 }
 
 /** The statement's join that takes the slot, its four parameters from $first. */
@@ -96,7 +96,7 @@ export const slotArgs = (take: SlotTake) => [
 
 export function slotFromRow(row: SlotRow, take: SlotTake) {
   const { limit, windowMs } = take.rule;
-  const oldest = row.slotOldestMs === null ? Number.POSITIVE_INFINITY : Number(row.slotOldestMs);
+  const oldest = row.slotOldestMs ?? Number.POSITIVE_INFINITY;
   return windowSlotOf(row.slotOk, row.slotCount, oldest, take.nowMs, limit, windowMs);
 }
 
