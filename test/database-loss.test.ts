@@ -235,9 +235,11 @@ test.skipIf(!onPostgres)(
     const jobStates = await db.query<{ status: string; async: boolean; n: number }>(
       `select status, is_async as async, count(*)::int as n from jobs group by 1, 2 order by 1, 2`,
     );
+    const serverRetries = server.output().match(/database unavailable while [^"]*; retrying/g)?.length ?? 0;
     console.log(
       JSON.stringify({
         stats,
+        serverRetries,
         jobs: jobStates.rows,
         counts: report.counts,
         observations: report.observations,
@@ -248,8 +250,10 @@ test.skipIf(!onPostgres)(
     expect(server.child.signalCode).toBeNull();
     expect(stats.kills).toBeGreaterThan(10);
     expect(stats.backendsKilled).toBeGreaterThan(stats.kills);
-    // The database was really lost under load: some requests had to be answered 503.
-    expect(stats.unavailable).toBeGreaterThan(0);
+    // The database was really lost under load: some requests were answered 503, or the server
+    // had to retry a redeem's statement on a new connection (on a fast machine the retries can
+    // absorb every kill, so a 503 alone is not guaranteed).
+    expect(stats.unavailable + serverRetries).toBeGreaterThan(0);
     expect(stats.hung).toBe(0);
     expect(outcomes.filter((o) => o === null)).toEqual([]);
     expect(outcomes.filter((o) => o !== 'answered' && o !== 'job completed')).toEqual([]);
