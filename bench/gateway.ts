@@ -5,13 +5,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MALLOC_TUNABLES } from '../src/db/pglite-memory.ts';
 import { type Child, freePort, HOST, startChild, waitForHttp } from './processes.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The environment for a gateway child: ours, minus every gateway setting, plus the ones given. */
+/**
+ * The environment for a gateway child: ours, minus every gateway setting, plus the ones given,
+ * and glibc's malloc tuned as `npm start` and the systemd unit tune it (src/db/pglite-memory.ts).
+ */
 export function gatewayEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? MALLOC_TUNABLES,
+  };
   for (const name of Object.keys(env)) {
     if (
       /^(HOST|PORT|ADMIN_HOST|ADMIN_PORT|ADMIN_TOKEN|ADMIN_URL|DATABASE_URL|DATA_DIR|CODE_ENCRYPTION_KEY|ACTIVATOR|ACTIVATOR_URL|ACTIVATOR_KEY|TRUST_PROXY|LOG_LEVEL|NODE_EXTRA_CA_CERTS)$/.test(

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, inject, test } from 'vitest';
+import { MALLOC_TUNABLES } from '../src/db/pglite-memory.ts';
 import {
   createProcessMerchant,
   databaseEnv,
@@ -115,6 +116,10 @@ test.each([
       expect(argv.slice(1)).toEqual(['bin/redeem-gateway.js', 'serve']);
       const environ = readFileSync(`/proc/${serving}/environ`, 'utf8').split('\0');
       expect(environ.filter((e) => e.startsWith('NODE_OPTIONS='))).toEqual([]);
+      // glibc's malloc gives back what a new data directory's seeding freed (pglite-memory.ts).
+      expect(environ.filter((e) => e.startsWith('GLIBC_TUNABLES='))).toEqual([
+        `GLIBC_TUNABLES=${MALLOC_TUNABLES}`,
+      ]);
       // No TypeScript loader among the modules the process mapped or opened.
       expect(readFileSync(`/proc/${serving}/maps`, 'utf8')).not.toMatch(/tsx|esbuild/);
 
@@ -169,3 +174,17 @@ test('SIGTERM to npm run cli: the command it runs gets it, and the tree exits', 
     if (groupAlive(child.pid!)) process.kill(-child.pid!, 'SIGKILL');
   }
 }, 90_000);
+
+test("npm start and the systemd unit set the same malloc tunable, each leaving an operator's own value first", () => {
+  const unit = readFileSync(join(ROOT, 'deploy/redeem-gateway.service'), 'utf8');
+  const lines = unit.split('\n');
+  expect(lines).toContain(`Environment=GLIBC_TUNABLES=${MALLOC_TUNABLES}`);
+  // systemd: an EnvironmentFile's settings override Environment= lines, wherever they stand.
+  expect(lines.some((l) => l.startsWith('EnvironmentFile='))).toBe(true);
+  const start = (
+    JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
+  ).scripts.start;
+  expect(start).toBe(
+    `GLIBC_TUNABLES=\${GLIBC_TUNABLES:-${MALLOC_TUNABLES}} exec node bin/redeem-gateway.js serve`,
+  );
+});

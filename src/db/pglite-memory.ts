@@ -19,6 +19,17 @@ export function pgliteStartParams(): string[] {
 }
 
 /**
+ * What `npm start` and deploy/redeem-gateway.service put in GLIBC_TUNABLES (unless it is set):
+ * glibc's malloc gives freed memory at the top of its heap back to the system above 1 MB. By
+ * default it raises that threshold as it sees large blocks freed, up to 64 MB, and a new data
+ * directory's seeding frees many (the files copied between the WASM instances): the first start
+ * then kept 60–100 MB it no longer used (bench/README.md, "Embedded memory"). glibc reads the
+ * variable when the process starts, so it cannot be set from here; the bench starts the gateway
+ * with it as `npm start` does, and test/deploy-files.test.ts keeps the three in step.
+ */
+export const MALLOC_TUNABLES = 'glibc.malloc.trim_threshold=1048576';
+
+/**
  * After a new data directory was made: two full garbage collections, so the seeding instances'
  * WASM heaps go back to the system now, not at some later collection (a small JS heap may not
  * see one for minutes). V8 exposes gc() only behind a flag: set it, take the function from a new
