@@ -25,7 +25,7 @@ export function pgliteStartParams(): string[] {
  * directory's seeding frees many (the files copied between the WASM instances): the first start
  * then kept 60–100 MB it no longer used (bench/README.md, "Embedded memory"). glibc reads the
  * variable when the process starts, so it cannot be set from here; the bench starts the gateway
- * with it as `npm start` does, and test/deploy-files.test.ts keeps the three in step.
+ * with it as `npm start` does, and test/process-tree.test.ts keeps the three in step.
  */
 export const MALLOC_TUNABLES = 'glibc.malloc.trim_threshold=1048576';
 
