@@ -3,7 +3,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
 
 /**
@@ -13,10 +12,9 @@ import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
  * written into. Checked before the run starts.
  */
 export async function refuseUsedDatabase(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+  const db = await openPostgres(url, { max: 1 });
   try {
-    const r = await client.query<{ name: string; tables: string }>(
+    const r = await db.query<{ name: string; tables: string }>(
       `select current_database() as name, count(*)::text as tables
          from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where c.relkind in ('r', 'p') and n.nspname <> 'information_schema' and n.nspname not like 'pg\\_%'`,
@@ -28,7 +26,7 @@ export async function refuseUsedDatabase(url: string): Promise<void> {
           `that it may fill (createdb NAME; dropdb NAME after)`,
       );
   } finally {
-    await client.end();
+    await db.close();
   }
 }
 
