@@ -1,10 +1,12 @@
 // The database baselines of issue 10: Fastify answering each request with one database query,
 // run as its own process like the gateway. QUERY_DATABASE_URL set: one named (prepared) `pg`
 // query on a pool of QUERY_POOL_MAX connections (the gateway's default pool, 10); unset: one
-// query on an embedded in-memory PGlite. Prints "listening <port>".
-import { PGlite } from '@electric-sql/pglite';
+// named query on an embedded in-memory PGlite, through the gateway's own database seam (its
+// statements are one exchange with PGlite each, src/db/pglite-statements.ts). Prints
+// "listening <port>".
 import Fastify from 'fastify';
 import pg from 'pg';
+import { openPglite } from '../src/db/database.ts';
 
 const url = process.env['QUERY_DATABASE_URL'];
 // A row read by primary key, like the gateway's key and account reads.
@@ -22,9 +24,9 @@ if (url) {
   run = () => pool.query({ name: 'bench_one', text: QUERY, values: [1] });
   close = () => pool.end();
 } else {
-  const db = await PGlite.create();
+  const db = await openPglite(undefined);
   await db.exec(SETUP);
-  run = () => db.query(QUERY, [1]);
+  run = () => db.query(QUERY, [1], 'bench_one');
   close = () => db.close();
 }
 

@@ -6,6 +6,7 @@ import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
 import { isConnectionError } from './connection-errors.ts';
 import { pgliteStartParams, releaseSeedMemory } from './pglite-memory.ts';
+import { pgliteRunner } from './pglite-statements.ts';
 import { type PoolMode, poolModeFromEnv } from './pool-mode.ts';
 
 export { isConnectionError };
@@ -17,8 +18,9 @@ export interface QueryResult<T> {
 
 export interface Queryable {
   /**
-   * `name`: a hot-path statement, prepared once per connection on PostgreSQL and then only bound
-   * and run (no parse and plan per call). One name, one text; never name SQL built at run time.
+   * `name`: a hot-path statement, prepared once per connection (PostgreSQL's, and PGlite's one)
+   * and then only bound and run (no parse and plan per call). One name, one text; never name
+   * SQL built at run time.
    */
   query<T = Record<string, unknown>>(
     sql: string,
@@ -85,6 +87,11 @@ export const PG_SERIALIZATION_FAILURE = '40001';
 export const PG_DEADLOCK_DETECTED = '40P01';
 const INT8_OID = 20;
 
+/** A statement sent through a transaction's handle after the transaction ended (both databases). */
+function closedTransaction(): Error {
+  return new Error('the transaction has ended: its handle runs no more statements');
+}
+
 /** int8 always becomes a JS number: money is integer micro-dollars, far below 2^53. */
 function parseInt8(value: string): number {
   const n = Number(value);
@@ -102,24 +109,27 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
   });
   if (seeding) await releaseSeedMemory();
   const counters = newCounters();
-  // PGlite has a single connection; its own mutex serialises queries and transactions.
-  const wrap = (q: { query: PGlite['query'] }, inTransaction: boolean): Queryable => ({
-    async query<T>(sql: string, params: readonly unknown[] = []) {
+  // PGlite has a single connection; its own mutexes serialise statements and transactions.
+  const run = pgliteRunner(db);
+  const wrap = (inTransaction: boolean, open = () => true): Queryable => ({
+    async query<T>(sql: string, params: readonly unknown[] = [], name?: string) {
+      if (!open()) throw closedTransaction();
       counters.statements++;
       counters.roundTrips++;
-      const r = await q.query<T>(sql, params as unknown[]);
+      const r = await run<T>(sql, params, name, inTransaction);
       if (!inTransaction) counters.commits++;
       return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
     },
   });
-  const base = wrap(db, false);
+  const base = wrap(false);
   return {
     kind: 'pglite',
     counters,
     query: base.query,
     async transaction(fn) {
       counters.roundTrips += 2; // BEGIN and COMMIT (or ROLLBACK)
-      const result = await db.transaction((tx) => fn(wrap(tx, true)));
+      let open = true;
+      const result = await db.transaction(() => fn(wrap(true, () => open)).finally(() => (open = false)));
       counters.commits++;
       return result;
     },
@@ -257,6 +267,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       // crashed the process. The statement in flight fails on its own; this only records that
       // the connection is gone, so it is destroyed instead of going back to the pool.
       let broken: Error | undefined;
+      let open = true;
       const onError = (err: Error) => {
         broken ??= err;
         onConnectionError(err);
@@ -270,7 +281,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
           await client.query('set local statement_timeout = 0');
         }
         const result = await fn({
-          query: (sql, params, name) => query(client, sql, params, unbounded, name),
+          query: (sql, params, name) =>
+            open ? query(client, sql, params, unbounded, name) : Promise.reject(closedTransaction()),
         });
         counters.roundTrips++;
         await client.query('COMMIT');
@@ -283,6 +295,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         } else broken ??= err as Error;
         throw err;
       } finally {
+        open = false;
         client.removeListener('error', onError);
         client.release(broken ?? false);
       }

@@ -1,0 +1,79 @@
+// How the embedded database runs one statement (issue 22). PGlite's own query() makes six
+// exchanges with its WASM backend per statement (parse, describe the statement, bind, describe
+// the portal, execute, sync), each a pass through PostgreSQL's main loop and PGlite's message
+// parser, and parses and plans the statement every time. Here a statement is one exchange: the
+// extended-protocol messages in one buffer, as the `pg` client sends them to a server. A named
+// (hot-path) statement is parsed once per database handle, as `pg` prepares it once per
+// connection, and then only bound and run; PostgreSQL keeps its plan. bench/README.md, "The
+// embedded database's statements", has the numbers.
+import { type PGlite, parse, protocol, type Results } from '@electric-sql/pglite';
+// The `pg` client's own value mapping (its exported lib path): a parameter becomes the same text
+// on both databases (dates with their offset, objects as JSON, arrays as PostgreSQL arrays), so
+// the server and the embedded database cannot read one value two ways.
+import pgUtils from 'pg/lib/utils.js';
+
+const { serialize } = protocol;
+const SYNC = serialize.sync();
+const DESCRIBE_PORTAL = serialize.describe({ type: 'P' });
+const EXECUTE = serialize.execute({});
+
+export type PgliteRunner = <T>(
+  sql: string,
+  params: readonly unknown[],
+  name: string | undefined,
+  inTransaction: boolean,
+) => Promise<Results<T>>;
+
+/**
+ * A runner of single statements on `db`. `inTransaction`: the caller holds PGlite's transaction
+ * (inside `db.transaction`); otherwise the statement waits for any open transaction to end, as
+ * PGlite's query() does, and the files are synced after it.
+ */
+export function pgliteRunner(db: PGlite): PgliteRunner {
+  /** Named statements this handle has parsed, with their text: one name, one text (as `pg`). */
+  const parsed = new Map<string, string>();
+
+  const exchange = async <T>(
+    sql: string,
+    params: readonly unknown[],
+    name: string | undefined,
+    sync: boolean,
+  ) => {
+    const known = name === undefined ? undefined : parsed.get(name);
+    if (known !== undefined && known !== sql)
+      throw new Error(`the statement name '${name}' was used for a different statement`);
+    if (name !== undefined && known === undefined) {
+      // On its own, once: a statement that does not parse is not remembered as parsed.
+      await db.execProtocolStream(concat([serialize.parse({ name, text: sql, types: [] }), SYNC]), {
+        syncToFs: false,
+      });
+      parsed.set(name, sql);
+    }
+    const head = name === undefined ? [serialize.parse({ text: sql, types: [] })] : [];
+    const bind = serialize.bind({
+      statement: name ?? '',
+      values: params.map((v) => pgUtils.prepareValue(v)),
+    });
+    const messages = await db.execProtocolStream(concat([...head, bind, DESCRIBE_PORTAL, EXECUTE, SYNC]), {
+      syncToFs: sync,
+    });
+    return parse.parseResults(messages, db.parsers)[0] as Results<T>;
+  };
+
+  return (sql, params, name, inTransaction) =>
+    inTransaction
+      ? db._runExclusiveQuery(() => exchange(sql, params, name, false))
+      : db._runExclusiveTransaction(() => db._runExclusiveQuery(() => exchange(sql, params, name, true)));
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const p of parts) length += p.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
