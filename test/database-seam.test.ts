@@ -2,10 +2,19 @@
 // back as the same value, a named statement is parsed once and survives a failed call, a
 // statement outside a transaction never runs inside one, and a transaction's handle is dead
 // once the transaction ended. On PGlite each statement is one exchange with the WASM backend
-// (src/db/pglite-statements.ts), so these are the promises that path must keep.
+// (src/db/pglite-statements.ts), on a thread of its own (src/db/pglite-worker.ts), so these are
+// the promises that path must keep; and that thread neither blocks the caller's nor keeps an
+// idle process alive.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { openTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { openPglite } from '../src/db/database.ts';
+import { poolModeFromEnv } from '../src/db/pool-mode.ts';
+import { onPostgres, openTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;
 const table = `seam_${randomBytes(4).toString('hex')}`;
@@ -107,7 +116,41 @@ test("a transaction's handle runs nothing once the transaction ended", async () 
   ]);
 });
 
-test('one statement name is one text', async () => {
+// Through a pooler in transaction mode (DATABASE_POOL_MODE=transaction) names are not sent at
+// all: every statement is parsed each time, and no name has a text to keep.
+test.skipIf(poolModeFromEnv() === 'transaction')('one statement name is one text', async () => {
   await t.db.query('select 1 as n', [], 'seam_one_text');
   await expect(t.db.query('select 2 as n', [], 'seam_one_text')).rejects.toThrow(/different statement/);
+});
+
+test.skipIf(onPostgres)("PGlite's statements do not stop this thread", async () => {
+  const db = await openPglite(undefined);
+  try {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 10);
+    const started = performance.now();
+    // Hundreds of milliseconds of PostgreSQL's own work (on PGlite's former place, this thread,
+    // no timer fired until it ended).
+    await db.query('select count(*) from generate_series(1, 2000000)');
+    const took = performance.now() - started;
+    clearInterval(timer);
+    expect(took).toBeGreaterThan(100);
+    expect(ticks).toBeGreaterThan(took / 10 / 4);
+  } finally {
+    await db.close();
+  }
+});
+
+test.skipIf(onPostgres)('an idle embedded database, never closed, lets its process end', async () => {
+  // The built service, as the server runs it (the global setup built dist/).
+  const database = join(import.meta.dirname, '..', 'dist', 'db', 'database.js');
+  const script = `import { openPglite } from ${JSON.stringify(database)};
+    const db = await openPglite(undefined);
+    const r = await db.query('select 41 + $1::integer as n', [1]);
+    process.stdout.write(String(r.rows[0].n));`;
+  const file = join(mkdtempSync(join(tmpdir(), 'rg-seam-')), 'idle.mjs');
+  writeFileSync(file, script);
+  const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 30_000 });
+  rmSync(dirname(file), { recursive: true, force: true });
+  expect(stdout).toBe('42');
 });

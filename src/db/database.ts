@@ -1,13 +1,12 @@
 // The database seam: one small interface, two implementations (PGlite embedded, `pg` server).
 // Every query in the project goes through `Queryable`, so it runs inside or outside a transaction.
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { isConnectionError } from './connection-errors.ts';
-import { pgliteStartParams, releaseSeedMemory } from './pglite-memory.ts';
-import { pgliteRunner } from './pglite-statements.ts';
+import { parseInt8 } from './int8.ts';
+import { startPgliteThread } from './pglite-thread.ts';
 import { type PoolMode, poolModeFromEnv } from './pool-mode.ts';
+import { toWire } from './wire-values.ts';
 
 export { isConnectionError };
 
@@ -92,64 +91,57 @@ function closedTransaction(): Error {
   return new Error('the transaction has ended: its handle runs no more statements');
 }
 
-/** int8 always becomes a JS number: money is integer micro-dollars, far below 2^53. */
-function parseInt8(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new Error(`int8 value out of safe range: ${value}`);
-  return n;
-}
-
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  // Only a data directory made now (the serving process's first start); not an in-memory one.
-  const seeding = dataDir !== undefined && !existsSync(join(dataDir, 'PG_VERSION'));
-  const db = await PGlite.create(dataDir, {
-    parsers: { [pgliteTypes.INT8]: parseInt8 },
-    startParams: pgliteStartParams(),
-  });
-  if (seeding) await releaseSeedMemory();
+  // PGlite runs on a thread of its own (src/db/pglite-worker.ts); it has a single connection,
+  // and its own locks there serialise statements and transactions as they arrive.
+  const thread = await startPgliteThread(dataDir);
   const counters = newCounters();
-  // PGlite has a single connection; its own mutexes serialise statements and transactions.
-  const run = pgliteRunner(db);
-  const wrap = (inTransaction: boolean, open = () => true): Queryable => ({
+  let nextTx = 1;
+  const wrap = (tx: number | undefined, open = () => true): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = [], name?: string) {
       if (!open()) throw closedTransaction();
       counters.statements++;
       counters.roundTrips++;
-      const r = await run<T>(sql, params, name, inTransaction);
-      if (!inTransaction) counters.commits++;
-      return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+      const r = await thread.call<QueryResult<T>>({ op: 'query', sql, values: toWire(params), name, tx });
+      if (tx === undefined) counters.commits++;
+      return r;
     },
   });
-  const base = wrap(false);
+  const base = wrap(undefined);
   return {
     kind: 'pglite',
     counters,
     query: base.query,
     async transaction(fn) {
       counters.roundTrips += 2; // BEGIN and COMMIT (or ROLLBACK)
+      const tx = nextTx++;
+      await thread.call({ op: 'begin', tx });
       let open = true;
-      const result = await db.transaction(() => fn(wrap(true, () => open)).finally(() => (open = false)));
+      let result: Awaited<ReturnType<typeof fn>>;
+      try {
+        result = await fn(wrap(tx, () => open));
+      } catch (err) {
+        open = false;
+        await thread.call({ op: 'end', tx, commit: false }).catch(() => undefined);
+        throw err;
+      }
+      open = false;
+      await thread.call({ op: 'end', tx, commit: true });
       counters.commits++;
       return result;
     },
     async exec(sql) {
       counters.roundTrips++;
-      // One bad statement must not leave the single connection inside a failed transaction.
-      try {
-        await db.exec(sql);
-      } catch (err) {
-        await db.exec('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
+      await thread.call({ op: 'exec', sql });
     },
-    close: () => db.close(),
+    async close() {
+      await thread.call({ op: 'close' });
+      await thread.stop();
+    },
     poolStats: () => ({ max: 1, total: 1 }),
     async dump() {
-      // A checkpoint first, so a restore replays little WAL; then the files, inside a transaction
-      // of our own: PGlite runs every query and transaction under that lock, so none is half-done.
-      await db.query('checkpoint');
-      return db.transaction(() => db.dumpDataDir('gzip'));
+      return new Blob([await thread.call<Uint8Array<ArrayBuffer>>({ op: 'dump' })]);
     },
   };
 }

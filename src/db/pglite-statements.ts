@@ -5,15 +5,13 @@
 // extended-protocol messages in one buffer, as the `pg` client sends them to a server. A named
 // (hot-path) statement is parsed once per database handle, as `pg` prepares it once per
 // connection, and then only bound and run; PostgreSQL keeps its plan. bench/README.md, "The
-// embedded database's statements", has the numbers.
+// embedded database's thread", has the numbers. This runs on that thread (src/db/pglite-worker.ts),
+// and on the bench's own for the SQL alone.
 import { type PGlite, parse, type Results } from '@electric-sql/pglite';
-// The `pg` client's own value mapping (its exported lib path): a parameter becomes the same text
-// on both databases (dates with their offset, objects as JSON, arrays as PostgreSQL arrays), so
-// the server and the embedded database cannot read one value two ways.
-import pgUtils from 'pg/lib/utils.js';
-// And the `pg` client's message writer: PGlite bundles an older copy whose bind of a hot-path
+// The `pg` client's message writer: PGlite bundles an older copy whose bind of a hot-path
 // statement's 27 values took ~33 µs against ~5 µs here.
 import { serialize } from 'pg-protocol';
+import type { WireValue } from './wire-values.ts';
 
 const SYNC = serialize.sync();
 const DESCRIBE_PORTAL = serialize.describe({ type: 'P' });
@@ -21,7 +19,7 @@ const EXECUTE = serialize.execute({});
 
 export type PgliteRunner = <T>(
   sql: string,
-  params: readonly unknown[],
+  values: readonly WireValue[],
   name: string | undefined,
   inTransaction: boolean,
 ) => Promise<Results<T>>;
@@ -37,7 +35,7 @@ export function pgliteRunner(db: PGlite): PgliteRunner {
 
   const exchange = async <T>(
     sql: string,
-    params: readonly unknown[],
+    values: readonly WireValue[],
     name: string | undefined,
     sync: boolean,
   ) => {
@@ -54,7 +52,8 @@ export function pgliteRunner(db: PGlite): PgliteRunner {
     const head = name === undefined ? [serialize.parse({ text: sql, types: [] })] : [];
     const bind = serialize.bind({
       statement: name ?? '',
-      values: params.map((v) => pgUtils.prepareValue(v)),
+      // Bytes arrive from another thread as a plain Uint8Array; pg-protocol sends a Buffer as such.
+      values: values.map((v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v) : v)),
     });
     const messages = await db.execProtocolStream(concat([...head, bind, DESCRIBE_PORTAL, EXECUTE, SYNC]), {
       syncToFs: sync,
@@ -62,10 +61,10 @@ export function pgliteRunner(db: PGlite): PgliteRunner {
     return parse.parseResults(messages, db.parsers)[0] as Results<T>;
   };
 
-  return (sql, params, name, inTransaction) =>
+  return (sql, values, name, inTransaction) =>
     inTransaction
-      ? db._runExclusiveQuery(() => exchange(sql, params, name, false))
-      : db._runExclusiveTransaction(() => db._runExclusiveQuery(() => exchange(sql, params, name, true)));
+      ? db._runExclusiveQuery(() => exchange(sql, values, name, false))
+      : db._runExclusiveTransaction(() => db._runExclusiveQuery(() => exchange(sql, values, name, true)));
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

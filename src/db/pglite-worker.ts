@@ -1,0 +1,110 @@
+// The embedded database's own thread (issue 22). PGlite is PostgreSQL compiled to WebAssembly and
+// runs wherever it is called: on the serving thread, every statement's time was time that
+// thread could not parse HTTP, hash codes or write answers, and a redeem's statements are most
+// of its cost. Here it runs on a worker thread of the same process, so the two overlap on two
+// cores. src/db/pglite-thread.ts is the other end; the messages are typed there.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { parseInt8 } from './int8.ts';
+import { pgliteStartParams, releaseSeedMemory } from './pglite-memory.ts';
+import { pgliteRunner } from './pglite-statements.ts';
+import type { PgliteReply, PgliteRequest, PgliteWorkerData } from './pglite-thread.ts';
+
+const port = parentPort!;
+const { dataDir } = workerData as PgliteWorkerData;
+
+/** Thrown inside a transaction's callback to make PGlite roll it back. */
+const ROLLBACK = Symbol('rollback');
+
+async function main(): Promise<void> {
+  // Only a data directory made now (the serving process's first start); not an in-memory one.
+  const seeding = dataDir !== undefined && !existsSync(join(dataDir, 'PG_VERSION'));
+  const db = await PGlite.create(dataDir, {
+    parsers: { [pgliteTypes.INT8]: parseInt8 },
+    startParams: pgliteStartParams(),
+  });
+  if (seeding) await releaseSeedMemory();
+  const run = pgliteRunner(db);
+  /** Open transactions: `end` settles the callback PGlite holds its transaction lock for. */
+  const open = new Map<number, { end: (commit: boolean) => void; done: Promise<unknown> }>();
+
+  const handle = async (req: PgliteRequest): Promise<unknown> => {
+    switch (req.op) {
+      case 'query': {
+        const r = await run(req.sql, req.values, req.name, req.tx !== undefined);
+        return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+      }
+      case 'begin': {
+        let started!: () => void;
+        const inside = new Promise<void>((resolve) => (started = resolve));
+        let end!: (commit: boolean) => void;
+        const decided = new Promise<boolean>((resolve) => (end = resolve));
+        const done = db.transaction(async () => {
+          started();
+          if (!(await decided)) throw ROLLBACK;
+        });
+        open.set(req.tx, { end, done });
+        // BEGIN failed (the database closed): the transaction never started.
+        await Promise.race([inside, done]);
+        return null;
+      }
+      case 'end': {
+        const t = open.get(req.tx);
+        if (!t) throw new Error(`no open transaction ${req.tx}`);
+        open.delete(req.tx);
+        t.end(req.commit);
+        try {
+          await t.done;
+        } catch (err) {
+          if (err !== ROLLBACK) throw err;
+        }
+        return null;
+      }
+      case 'exec':
+        // One bad statement must not leave the single connection inside a failed transaction.
+        try {
+          await db.exec(req.sql);
+        } catch (err) {
+          await db.exec('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+        return null;
+      case 'dump': {
+        // A checkpoint first, so a restore replays little WAL; then the files, inside a
+        // transaction of our own: PGlite runs every statement and transaction under that lock.
+        await db.query('checkpoint');
+        const blob = await db.transaction(() => db.dumpDataDir('gzip'));
+        return new Uint8Array(await blob.arrayBuffer());
+      }
+      case 'close':
+        await db.close();
+        return null;
+    }
+  };
+
+  port.on('message', (req: PgliteRequest) => {
+    handle(req).then(
+      (value) => {
+        const reply: PgliteReply = { id: req.id, ok: true, value };
+        port.postMessage(reply, value instanceof Uint8Array ? [value.buffer as ArrayBuffer] : []);
+      },
+      (err: unknown) =>
+        port.postMessage({ id: req.id, ok: false, error: plainError(err) } satisfies PgliteReply),
+    );
+  });
+  port.postMessage({ id: 0, ok: true, value: 'ready' } satisfies PgliteReply);
+}
+
+/** An error as data that crosses threads with its fields (a database error's code, constraint). */
+function plainError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const fields: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(err)) if (v === undefined || typeof v !== 'object') fields[k] = v;
+  return { ...fields, name: err.name, message: err.message };
+}
+
+main().catch((err: unknown) =>
+  port.postMessage({ id: 0, ok: false, error: plainError(err) } satisfies PgliteReply),
+);
