@@ -618,7 +618,8 @@ function pgliteCpuLines(row: Row | undefined, pgliteSql: Ceilings['pgliteSql']):
   return [
     `    the embedded process's CPU ms per redeem: ${row.cpuMsPerRequest.toFixed(2)}, of which its SQL alone ` +
       `would take ${sql.toFixed(2)}; the rest (${(row.cpuMsPerRequest - sql).toFixed(2)}) is HTTP, crypto, ` +
-      `the protocol and answers, and shares the same core`,
+      `the protocol, the hop between the process's two threads and answers (PGlite's thread runs the SQL, ` +
+      `the serving thread the rest, on both cores)`,
   ];
 }
 

@@ -46,8 +46,13 @@ async function main(): Promise<void> {
           if (!(await decided)) throw ROLLBACK;
         });
         open.set(req.tx, { end, done });
-        // BEGIN failed (the database closed): the transaction never started.
-        await Promise.race([inside, done]);
+        try {
+          // BEGIN failed (the database closed): the transaction never started.
+          await Promise.race([inside, done]);
+        } catch (err) {
+          open.delete(req.tx);
+          throw err;
+        }
         return null;
       }
       case 'end': {
