@@ -4,9 +4,9 @@
 // parser, and parses and plans the statement every time. Here a statement is one exchange: the
 // extended-protocol messages in one buffer, as the `pg` client sends them to a server. A named
 // (hot-path) statement is parsed once per database handle, as `pg` prepares it once per
-// connection, and then only bound and run; PostgreSQL keeps its plan. bench/README.md, "The
-// embedded database's thread", has the numbers. This runs on that thread (src/db/pglite-worker.ts),
-// and on the bench's own for the SQL alone.
+// connection, and then only bound and run; PostgreSQL keeps its plan. The numbers: bench/README.md,
+// "Issue 22: the embedded database's statements, and its own thread". This runs on that thread
+// (src/db/pglite-worker.ts), and on the bench's own for the SQL alone.
 import { type PGlite, parse, type Results } from '@electric-sql/pglite';
 // The `pg` client's message writer: PGlite bundles an older copy whose bind of a hot-path
 // statement's 27 values took ~33 µs against ~5 µs here.
@@ -44,7 +44,7 @@ export function pgliteRunner(db: PGlite): PgliteRunner {
       throw new Error(`the statement name '${name}' was used for a different statement`);
     if (name !== undefined && known === undefined) {
       // On its own, once: a statement that does not parse is not remembered as parsed.
-      await db.execProtocolStream(concat([serialize.parse({ name, text: sql, types: [] }), SYNC]), {
+      await db.execProtocolStream(Buffer.concat([serialize.parse({ name, text: sql, types: [] }), SYNC]), {
         syncToFs: false,
       });
       parsed.set(name, sql);
@@ -55,9 +55,12 @@ export function pgliteRunner(db: PGlite): PgliteRunner {
       // Bytes arrive from another thread as a plain Uint8Array; pg-protocol sends a Buffer as such.
       values: values.map((v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v) : v)),
     });
-    const messages = await db.execProtocolStream(concat([...head, bind, DESCRIBE_PORTAL, EXECUTE, SYNC]), {
-      syncToFs: sync,
-    });
+    const messages = await db.execProtocolStream(
+      Buffer.concat([...head, bind, DESCRIBE_PORTAL, EXECUTE, SYNC]),
+      {
+        syncToFs: sync,
+      },
+    );
     return parse.parseResults(messages, db.parsers)[0] as Results<T>;
   };
 
@@ -65,16 +68,4 @@ export function pgliteRunner(db: PGlite): PgliteRunner {
     inTransaction
       ? db._runExclusiveQuery(() => exchange(sql, values, name, false))
       : db._runExclusiveTransaction(() => db._runExclusiveQuery(() => exchange(sql, values, name, true)));
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const p of parts) length += p.length;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -93,7 +93,12 @@ async function main(): Promise<void> {
     handle(req).then(
       (value) => {
         const reply: PgliteReply = { id: req.id, ok: true, value };
-        port.postMessage(reply, value instanceof Uint8Array ? [value.buffer as ArrayBuffer] : []);
+        try {
+          port.postMessage(reply, value instanceof Uint8Array ? [value.buffer as ArrayBuffer] : []);
+        } catch (err) {
+          // A value that cannot cross threads fails its statement, not the thread.
+          port.postMessage({ id: req.id, ok: false, error: plainError(err) } satisfies PgliteReply);
+        }
       },
       (err: unknown) =>
         port.postMessage({ id: req.id, ok: false, error: plainError(err) } satisfies PgliteReply),
