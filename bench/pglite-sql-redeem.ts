@@ -7,12 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { openPglite } from '../src/db/database.ts';
-import { parseInt8 } from '../src/db/int8.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { pgliteStartParams } from '../src/db/pglite-memory.ts';
-import { pgliteRunner } from '../src/db/pglite-statements.ts';
+import { createPglite, pgliteRunner } from '../src/db/pglite-statements.ts';
 import { toWire } from '../src/db/wire-values.ts';
 import { SQL_REDEEM_FIXTURES } from './pgbench.ts';
 
@@ -35,10 +32,7 @@ export async function pgliteSqlRedeem(count: number): Promise<{ one: number; red
     } finally {
       await setup.close();
     }
-    const db = await PGlite.create(dir, {
-      parsers: { [pgliteTypes.INT8]: parseInt8 },
-      startParams: pgliteStartParams(),
-    });
+    const db = await createPglite(dir);
     try {
       const run = pgliteRunner(db);
       const query = (sql: string, params: unknown[], name: string) => run(sql, toWire(params), name, false);

@@ -7,15 +7,25 @@
 // connection, and then only bound and run; PostgreSQL keeps its plan. The numbers: bench/README.md,
 // "Issue 22: the embedded database's statements, and its own thread". This runs on that thread
 // (src/db/pglite-worker.ts), and on the bench's own for the SQL alone.
-import { type PGlite, parse, type Results } from '@electric-sql/pglite';
+import { PGlite, parse, types as pgliteTypes, type Results } from '@electric-sql/pglite';
 // The `pg` client's message writer: PGlite bundles an older copy whose bind of a hot-path
 // statement's 27 values took ~33 µs against ~5 µs here.
 import { serialize } from 'pg-protocol';
+import { parseInt8 } from './int8.ts';
+import { pgliteStartParams } from './pglite-memory.ts';
 import type { WireValue } from './wire-values.ts';
 
 const SYNC = serialize.sync();
 const DESCRIBE_PORTAL = serialize.describe({ type: 'P' });
 const EXECUTE = serialize.execute({});
+
+/** PGlite on `dataDir` (in memory when undefined) as the service opens it: its start parameters, int8 as numbers. */
+export function createPglite(dataDir: string | undefined): Promise<PGlite> {
+  return PGlite.create(dataDir, {
+    parsers: { [pgliteTypes.INT8]: parseInt8 },
+    startParams: pgliteStartParams(),
+  });
+}
 
 export type PgliteRunner = <T>(
   sql: string,

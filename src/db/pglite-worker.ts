@@ -6,10 +6,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
-import { parseInt8 } from './int8.ts';
-import { pgliteStartParams, releaseSeedMemory } from './pglite-memory.ts';
-import { pgliteRunner } from './pglite-statements.ts';
+import { releaseSeedMemory } from './pglite-memory.ts';
+import { createPglite, pgliteRunner } from './pglite-statements.ts';
 import type { PgliteReply, PgliteRequest, PgliteWorkerData } from './pglite-thread.ts';
 
 const port = parentPort!;
@@ -21,10 +19,7 @@ const ROLLBACK = Symbol('rollback');
 async function main(): Promise<void> {
   // Only a data directory made now (the serving process's first start); not an in-memory one.
   const seeding = dataDir !== undefined && !existsSync(join(dataDir, 'PG_VERSION'));
-  const db = await PGlite.create(dataDir, {
-    parsers: { [pgliteTypes.INT8]: parseInt8 },
-    startParams: pgliteStartParams(),
-  });
+  const db = await createPglite(dataDir);
   if (seeding) await releaseSeedMemory();
   const run = pgliteRunner(db);
   /** Open transactions: `end` settles the callback PGlite holds its transaction lock for. */
