@@ -15,8 +15,10 @@ end $$;
 -- Triggers live beside the function they call: the function files are applied after the
 -- migrations, so a migration cannot create them. `create or replace trigger` (PostgreSQL 14+)
 -- makes re-applying this file harmless.
+-- An async job is inserted queued, a sync one running (redeem_create_job): the WHEN names
+-- is_async, so the status column's type can change (migration 0070 made it a domain).
 create or replace trigger jobs_notify_queued after insert on jobs
-for each row when (new.status = 'queued') execute function notify_wake('redeem_job_queued');
+for each row when (new.is_async) execute function notify_wake('redeem_job_queued');
 
 create or replace trigger webhook_events_notify after insert on webhook_events
 for each statement execute function notify_wake('redeem_webhook_event');
