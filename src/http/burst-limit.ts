@@ -4,23 +4,31 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../core/context.ts';
 import { type BurstSlot, peekBurstSlot, rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
+import { quickHook } from './quick-hook.ts';
 
 export function installBurstLimit(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'clock'>): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.routeOptions.config.burstLimit) return;
-    // Left to the route's own statement (or to KeyChecks.settle when it never runs).
-    if (request.routeOptions.config.burstInStatement) {
-      request.burstPending = true;
-      return;
-    }
-    const key = request.auth;
-    // The auth hook answers before this one for a route without a key; a burst-limited route
-    // without `auth` would be a wiring mistake, and an unidentified caller has no window.
-    if (!key) throw new Error('burstLimit route without an authenticated key');
-    const slot = await takeBurstSlot(ctx.db, key.id, ctx.clock.now());
-    setRateLimitHeaders(reply, slot);
-    if (!slot.allowed) throw rateLimitedError(slot);
-  });
+  app.addHook(
+    'onRequest',
+    quickHook((request, reply) => {
+      if (!request.routeOptions.config.burstLimit) return;
+      // Left to the route's own statement (or to KeyChecks.settle when it never runs).
+      if (request.routeOptions.config.burstInStatement) {
+        request.burstPending = true;
+        return;
+      }
+      const key = request.auth;
+      // The auth hook answers before this one for a route without a key; a burst-limited route
+      // without `auth` would be a wiring mistake, and an unidentified caller has no window.
+      if (!key) throw new Error('burstLimit route without an authenticated key');
+      return takeSlot(ctx, key.id, reply);
+    }),
+  );
+}
+
+async function takeSlot(ctx: Pick<AppContext, 'db' | 'clock'>, keyId: string, reply: FastifyReply) {
+  const slot = await takeBurstSlot(ctx.db, keyId, ctx.clock.now());
+  setRateLimitHeaders(reply, slot);
+  if (!slot.allowed) throw rateLimitedError(slot);
 }
 
 export function setRateLimitHeaders(reply: FastifyReply, slot: BurstSlot) {

@@ -21,6 +21,7 @@ import { windowLimitedError } from '../core/limits/window-limit.ts';
 import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
 import { installBurstLimit, setBurstHeadersUncounted, setRateLimitHeaders } from './burst-limit.ts';
 import { setAccountHeaders } from './headers.ts';
+import { quickHook } from './quick-hook.ts';
 
 export interface KeyChecks {
   /** Authenticates the request's key by a query and authorizes it (throws the refusal). */
@@ -83,21 +84,24 @@ export function installKeyChecks(
     }
   };
 
-  app.addHook('onRequest', async (request, reply) => {
-    const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth;
-    if (!rule) return;
-    const digest = keyDigest(request);
-    const cached = keyCache.get(digest);
-    if (
-      cached &&
-      request.routeOptions.config.keyCheckedInStatement &&
-      factsAllow(cached, request.ip, rule, ctx)
-    ) {
-      request.cachedKey = cached;
-      return;
-    }
-    await identify(request, reply);
-  });
+  app.addHook(
+    'onRequest',
+    quickHook((request, reply) => {
+      const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth;
+      if (!rule) return;
+      const digest = keyDigest(request);
+      const cached = keyCache.get(digest);
+      if (
+        cached &&
+        request.routeOptions.config.keyCheckedInStatement &&
+        factsAllow(cached, request.ip, rule, ctx)
+      ) {
+        request.cachedKey = cached;
+        return;
+      }
+      return identify(request, reply);
+    }),
+  );
 
   // After authentication, before the body is read: the burst limit of `burstLimit` routes.
   installBurstLimit(app, ctx);

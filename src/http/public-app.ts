@@ -44,10 +44,11 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
   installHttpMetrics(app, ctx.metrics, 'public');
 
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     reply.header('SVC-Version', API_VERSION);
     reply.header('SVC-Cost', '0');
     reply.header('SVC-Idempotent-Replay', 'false');
+    done();
   });
 
   // Authentication runs before the body is read, so a huge body from a bad key is a 401; then
@@ -60,17 +61,17 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   installTenantLimits(app, ctx, keyChecks, pace);
 
   // Quota and balance headers on every response whose key was identified, as of after the call.
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Callback form: most answers have their headers already and pass without a promise.
+  app.addHook('onSend', (request, reply, payload, done) => {
     const key = request.auth;
     // The database's own 503: reading the account would only wait for the database again.
-    if (!key || reply.hasHeader('SVC-Quota-Used') || isDatabaseAwayAnswer(reply)) return payload;
-    try {
-      const state = await readAccountForHeaders(ctx, key);
-      if (state) setAccountHeaders(reply, state);
-    } catch (err) {
-      request.log.warn({ err }, 'could not read account headers');
-    }
-    return payload;
+    if (!key || reply.hasHeader('SVC-Quota-Used') || isDatabaseAwayAnswer(reply)) return done(null, payload);
+    readAccountForHeaders(ctx, key)
+      .then((state) => {
+        if (state) setAccountHeaders(reply, state);
+      })
+      .catch((err) => request.log.warn({ err }, 'could not read account headers'))
+      .finally(() => done(null, payload));
   });
 
   routes(app, ctx, keyChecks);

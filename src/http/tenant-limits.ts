@@ -21,6 +21,7 @@ import {
 import type { ServerContext } from './context.ts';
 import { setAccountHeaders } from './headers.ts';
 import type { KeyChecks } from './key-checks.ts';
+import { quickHook } from './quick-hook.ts';
 
 export type CustomerLimit = 'webhook' | 'redeliver';
 
@@ -116,25 +117,16 @@ export function installTenantLimits(
     refused.set(keyId, { atMs: nowMs, state, key });
     if (refused.size > 10_000) refused.delete(refused.keys().next().value!);
   };
-  app.addHook('onRequest', async (request, reply) => {
+  // The read limit's usual path (counted by the route's own statement) waits for nothing.
+  const checkLimits = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    nowMs: number,
+    known: WindowSlot | null,
+  ) => {
     const config = request.routeOptions.config;
     if (config.readLimit) {
       const facts = keyOf(request);
-      const nowMs = ctx.clock.now().getTime();
-      // A key this process saw refused stays refused until its window frees: no statement.
-      const known = full.refusal(facts.id, nowMs);
-      if (!known && config.readLimit === 'inStatement') {
-        request.readSlot = {
-          take: { rule: rules.read, subject: facts.id, nowMs },
-          async settle(slot) {
-            if (slot.allowed) return;
-            full.remember(facts.id, slot);
-            await paced(pace, `read:${facts.id}`);
-            throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
-          },
-        };
-        return;
-      }
       const slot = known ?? (await takeWindowSlot(ctx.db, rules.read, facts.id, ctx.clock.now()));
       if (slot.allowed) return;
       full.remember(facts.id, slot);
@@ -147,7 +139,29 @@ export function installTenantLimits(
       const key = keyOf(request);
       await takeCustomerLimit(ctx, config.customerLimit, key);
     }
-  });
+  };
+  app.addHook(
+    'onRequest',
+    quickHook((request, reply) => {
+      const config = request.routeOptions.config;
+      if (!config.readLimit && !config.customerLimit) return;
+      const nowMs = ctx.clock.now().getTime();
+      if (!config.readLimit) return checkLimits(request, reply, nowMs, null);
+      const facts = keyOf(request);
+      // A key this process saw refused stays refused until its window frees: no statement.
+      const known = full.refusal(facts.id, nowMs);
+      if (known || config.readLimit !== 'inStatement') return checkLimits(request, reply, nowMs, known);
+      request.readSlot = {
+        take: { rule: rules.read, subject: facts.id, nowMs },
+        async settle(slot) {
+          if (slot.allowed) return;
+          full.remember(facts.id, slot);
+          await paced(pace, `read:${facts.id}`);
+          throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
+        },
+      };
+    }),
+  );
 }
 
 /**

@@ -14,7 +14,8 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIO
  * request and could carry secrets. Requests no route matched share one label value.
  */
 export function installHttpMetrics(app: FastifyInstance, metrics: Metrics, listener: Listener): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // Callback form: no promise per request (http/quick-hook.ts).
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.is404 ? undefined : request.routeOptions.url;
     metrics.observeRequest(
       listener,
@@ -23,5 +24,6 @@ export function installHttpMetrics(app: FastifyInstance, metrics: Metrics, liste
       reply.statusCode,
       reply.elapsedTime / 1000,
     );
+    done();
   });
 }
