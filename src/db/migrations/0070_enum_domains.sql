@@ -8,13 +8,18 @@
 -- others keep their checks (written rarely, and a parameter compared with text and assigned to
 -- a domain column in one statement would no longer type: `inconsistent types deduced`).
 -- No column gains a check it did not have.
-create domain api_mode as text check (value in ('live', 'test'));
-create domain job_status as text check (value in ('queued', 'running', 'completed', 'failed', 'interrupted'));
-create domain job_source as text check (value in ('codes', 'stock'));
-create domain job_code_state as text check (value in ('pending', 'sending', 'done'));
-create domain code_settlement as text check (value in ('used', 'unused'));
-create domain idempotency_state as text check (value in ('in_progress', 'done', 'released'));
-create domain stock_state as text check (value in ('available', 'reserved', 'consumed', 'deleted', 'quarantined'));
+-- Made without their checks first: a column changed to a domain that has a constraint is
+-- rewritten whole, with every index, under the table's exclusive lock (3.2 s for 500,000 jobs and
+-- their codes); to one without, nothing is rewritten but the partial indexes that name the column
+-- (small: unfinished, queued and in-flight rows). The checks are added after, each checked by a
+-- scan (0.5 s in all for the same rows).
+create domain api_mode as text;
+create domain job_status as text;
+create domain job_source as text;
+create domain job_code_state as text;
+create domain code_settlement as text;
+create domain idempotency_state as text;
+create domain stock_state as text;
 
 -- A column named in a trigger's WHEN cannot change type: jobs_notify_queued is dropped here and
 -- made again by src/db/functions/wake.sql, which the runner applies again after this migration in
@@ -29,6 +34,14 @@ alter table jobs drop constraint jobs_mode_check, drop constraint jobs_status_ch
 alter table job_codes drop constraint job_codes_state_check, drop constraint job_codes_settlement_check,
   alter column state type job_code_state, alter column settlement type code_settlement;
 alter table idempotency_keys drop constraint idempotency_keys_state_check, alter column state type idempotency_state;
+
+alter domain api_mode add constraint api_mode_check check (value in ('live', 'test'));
+alter domain job_status add constraint job_status_check check (value in ('queued', 'running', 'completed', 'failed', 'interrupted'));
+alter domain job_source add constraint job_source_check check (value in ('codes', 'stock'));
+alter domain job_code_state add constraint job_code_state_check check (value in ('pending', 'sending', 'done'));
+alter domain code_settlement add constraint code_settlement_check check (value in ('used', 'unused'));
+alter domain idempotency_state add constraint idempotency_state_check check (value in ('in_progress', 'done', 'released'));
+alter domain stock_state add constraint stock_state_check check (value in ('available', 'reserved', 'consumed', 'deleted', 'quarantined'));
 
 do $$
 begin
