@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 
 type QuickHook = (request: FastifyRequest, reply: FastifyReply) => undefined | Promise<void>;
 
-/** An onRequest or onResponse hook: `fn` returns undefined when done, or a promise to wait for. */
+/** A request hook (onRequest): `fn` returns undefined when done, or a promise to wait for. */
 export function quickHook(fn: QuickHook) {
   return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     let waiting: undefined | Promise<void>;

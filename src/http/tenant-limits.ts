@@ -117,7 +117,8 @@ export function installTenantLimits(
     refused.set(keyId, { atMs: nowMs, state, key });
     if (refused.size > 10_000) refused.delete(refused.keys().next().value!);
   };
-  // The read limit's usual path (counted by the route's own statement) waits for nothing.
+  // The limits where they wait: a statement of their own, or a refusal. Their usual path (a read
+  // counted by the route's own statement) is the hook's below, which waits for nothing.
   const checkLimits = async (
     request: FastifyRequest,
     reply: FastifyReply,
