@@ -38,12 +38,11 @@ async function emptyDatabase(): Promise<{ db: Database; url: string | null }> {
 }
 
 /** The error a statement fails with, as code and constraint. */
-async function refusal(db: Database, sql: string, params: unknown[]) {
-  const error = await db.query(sql, params).then(
+function refusal(db: Database, sql: string, params: unknown[]) {
+  return db.query(sql, params).then(
     () => null,
     (e: { code?: string; constraint?: string }) => ({ code: e.code, constraint: e.constraint }),
   );
-  return error;
 }
 
 test('a database migrated before 0070 keeps its rows, refuses bad values, and still wakes on queued jobs', {
