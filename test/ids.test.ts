@@ -1,5 +1,6 @@
 // Identifiers: shape, uniqueness, and uniform characters across many refills of the byte pool.
 import { describe, expect, test } from 'vitest';
+import { pooledRandomByte, pooledRandomBytes } from '../src/core/crypto/random-pool.ts';
 import { newApiKey, newJobId, newRequestId, randomBase62 } from '../src/core/ids.ts';
 
 describe('ids', () => {
@@ -25,5 +26,23 @@ describe('ids', () => {
     // 61 degrees of freedom: above 130 has a chance of about 1e-6. Taking bytes modulo 62
     // without rejecting 248..255 makes the first eight characters 25 % likelier: chi ≈ 1,600.
     expect(chi).toBeLessThan(130);
+  });
+
+  test('pooled bytes: each slice fresh across refills, never handed out twice', () => {
+    // 3,000 slices of 12 bytes (AES-GCM IVs) with single bytes between them: several 4 KiB
+    // refills, slices ending at and crossing a pool's end. A byte handed out twice, or a slice
+    // rewritten by a later refill, shows as a repeated slice or a changed one.
+    const slices: Buffer[] = [];
+    const copies: string[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      const iv = pooledRandomBytes(12);
+      expect(iv.length).toBe(12);
+      slices.push(iv);
+      copies.push(iv.toString('hex'));
+      pooledRandomByte();
+    }
+    expect(new Set(copies).size).toBe(3_000);
+    expect(slices.map((s) => s.toString('hex'))).toEqual(copies);
+    expect(() => pooledRandomBytes(4097)).toThrow(RangeError);
   });
 });

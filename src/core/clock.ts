@@ -24,8 +24,22 @@ export class ManualClock implements Clock {
   }
 }
 
-/** The UTC day of an instant, as YYYY-MM-DD. */
-export const utcDay = (d: Date): string => d.toISOString().slice(0, 10);
+const DAY_MS = 86_400_000;
+/** The last day utcDay formatted: [start, end) in ms, and its text. */
+let lastDay = { start: 0, end: 0, text: '' };
+
+/**
+ * The UTC day of an instant, as YYYY-MM-DD. Every request asks it (the day's usage) and nearly
+ * always for the same day as the request before: the last answer is kept, not formatted again.
+ */
+export function utcDay(d: Date): string {
+  const ms = d.getTime();
+  if (ms >= lastDay.start && ms < lastDay.end) return lastDay.text;
+  const text = d.toISOString().slice(0, 10);
+  const start = Math.floor(ms / DAY_MS) * DAY_MS;
+  lastDay = { start, end: start + DAY_MS, text };
+  return text;
+}
 
 /** Whole seconds until the next 00:00 UTC (at least 1). */
 export function secondsUntilUtcMidnight(d: Date): number {

@@ -143,20 +143,23 @@ export function acceptKeyCheckedInStatement<
 ): F & { key: KeyRecord } {
   if (!found) throw new ApiError('unauthorized', 'missing or invalid API key');
   const facts = requestKeyFacts(request);
-  const key = {
-    ...facts,
+  const key = keyRecordOf(
+    facts,
     // Read again by the statement: a reroll (contract 13.4) moves a cached key's expiry.
-    expiresAt: found.expiresAt === undefined ? facts.expiresAt : found.expiresAt,
-    revokedAt: found.revokedAt,
-    customerDisabled: found.state.disabled,
-  };
+    found.expiresAt === undefined ? facts.expiresAt : found.expiresAt,
+    found.revokedAt,
+    found.state.disabled,
+  );
   // Checked by the statement: nothing left for KeyChecks.settle.
   request.cachedKey = null;
   checkKeyState(key, clock);
   request.auth = key;
   setAccountHeaders(reply, found.state);
   authorize(key, request.ip, rule);
-  return { ...found, key };
+  // `found` is this request's own object, fresh from its statement: the key joins it in place.
+  const accepted = found as F & { key: KeyRecord };
+  accepted.key = key;
+  return accepted;
 }
 
 /**
@@ -165,8 +168,36 @@ export function acceptKeyCheckedInStatement<
  */
 export function keyPassedInStatement(request: FastifyRequest): void {
   request.burstPending = false;
-  request.auth ??= { ...request.cachedKey!, revokedAt: null, customerDisabled: false };
+  if (!request.auth) {
+    const cached = request.cachedKey!;
+    request.auth = keyRecordOf(cached, cached.expiresAt, null, false);
+  }
   request.cachedKey = null;
+}
+
+/**
+ * A key's record from its cached facts and what a statement read. Every field by name, not
+ * `{ ...facts, revokedAt, ... }`: a spread followed by more fields takes V8's slow path (3 µs
+ * against 0.04 µs measured), on every GET /v1/me and every redeem (issue 22).
+ */
+function keyRecordOf(
+  facts: KeyFacts,
+  expiresAt: Date | null,
+  revokedAt: Date | null,
+  customerDisabled: boolean,
+): KeyRecord {
+  return {
+    id: facts.id,
+    customerId: facts.customerId,
+    mode: facts.mode,
+    keyPrefix: facts.keyPrefix,
+    scopes: facts.scopes,
+    allowedIps: facts.allowedIps,
+    expiresAt,
+    revokedAt,
+    label: facts.label,
+    customerDisabled,
+  };
 }
 
 const unknownKeyRefusal = (limit: UnknownKeyLimit, wait: number) =>

@@ -21,8 +21,9 @@
 // written under another key of its ring (by its `kid`) are decrypted with that key. Each ring key
 // has its own lookup-hash subkey, so a code's hash depends on the key: codeHashes gives the hash
 // under every ring key, and duplicate detection looks for any of them.
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
 import { ringOf } from './keyring.ts';
+import { pooledRandomBytes } from './random-pool.ts';
 
 /** Format of a code, after trimming (the same rule for caller codes and stock imports). */
 export const CODE_PATTERN = /^[A-Za-z0-9-]{4,64}$/;
@@ -127,7 +128,8 @@ const codeAad = (b: CodeBinding) =>
 const secretAad = (b: SecretBinding) => Buffer.from(`webhooks\u0000${b.customerId}\u0000${b.mode}`, 'utf8');
 
 function seal(key: Buffer, kid: string, plaintext: string, aad: Buffer): string {
-  const iv = randomBytes(IV_BYTES);
+  // A fresh random IV for every value (AES-GCM's nonce), from the pooled CSPRNG bytes.
+  const iv = pooledRandomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad);
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
