@@ -99,6 +99,34 @@ describe('job claims', () => {
     await waitFinished([first!.job.id, ...order], worker);
   });
 
+  test("a sync redeem in its one call is no worker's job: it costs its customer no turn", async () => {
+    // The other customer's sync redeem, caught in its call: running, in no worker.
+    const res = await redeem(t, other.key, { player_id: PLAYER, codes: [uniqueCode('FAIR')] });
+    expect(res.statusCode).toBe(200);
+    const sync = await t.ctx.db.query<{ id: string }>(
+      'select id from jobs where customer_id = $1 and not is_async order by created_at desc limit 1',
+      [other.customerId],
+    );
+    const syncId = sync.rows[0]!.id;
+    await t.ctx.db.query(`update jobs set status = 'running', finished_at = null where id = $1`, [syncId]);
+    // The other customer had its last turn before the flooder's.
+    await t.ctx.db.query(
+      `insert into job_claim_turns (customer_id, last_turn) values ($1, -2), ($2, -1)
+       on conflict (customer_id) do update set last_turn = excluded.last_turn`,
+      [other.customerId, flooder.customerId],
+    );
+    const flood = await queue(flooder.key, 1);
+    const single = await queue(other.key, 1);
+    const order: string[] = [];
+    for (let c = await claimJob(t.ctx); c; c = await claimJob(t.ctx)) order.push(c.job.id);
+    // Counting the sync redeem as a running job put the flooder first (migration 0075).
+    expect(order).toEqual([single, flood]);
+    await t.ctx.db.query(`update jobs set status = 'completed', finished_at = now() where id = $1`, [syncId]);
+    await t.ctx.db.query(`update jobs set status = 'queued', lease_owner = null where id = any($1)`, [order]);
+    const worker = startJobWorker(t.ctx, { pollMs: 20 });
+    await waitFinished(order, worker);
+  });
+
   test("a flood of 50-code jobs: another customer's one-code job and a live job jump the queue", async () => {
     const concurrency = 2;
     const delayed = createSandboxActivator({

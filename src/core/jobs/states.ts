@@ -28,10 +28,10 @@ export interface Lease {
 
 /**
  * Claims one queued job for this process and returns it with its codes (so its run starts
- * without reading them again), or returns null. Fair across customers: live jobs
- * before test jobs, then the customer with the fewest jobs running (across every process), then
- * the customer whose last claim is the oldest (job_claim_turns, migration 0015), then the oldest
- * job. So a customer with thousands of queued jobs takes turns with one that has a single job,
+ * without reading them again), or returns null. Fair across customers: live jobs before test
+ * jobs, then the customer with the fewest async jobs running (across every process; a sync
+ * redeem in its one call is no worker's job), then the customer whose last claim is the oldest
+ * (job_claim_turns, migration 0015), then the oldest job. So a customer with thousands of queued jobs takes turns with one that has a single job,
  * and test traffic never delays live traffic.
  *
  * Only each customer's oldest queued job (per mode) is a candidate, found by a skip scan over
@@ -61,7 +61,7 @@ export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
      ranked as (
        select c.id, row_number() over (
                 order by (c.mode = 'test'),
-                         (select count(*) from jobs b where b.customer_id = c.customer_id and b.status = 'running'),
+                         (select count(*) from jobs b where b.customer_id = c.customer_id and b.status = 'running' and b.is_async),
                          (select t.last_turn from job_claim_turns t where t.customer_id = c.customer_id) nulls first,
                          c.created_at, c.id) as turn
          from candidates c
