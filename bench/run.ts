@@ -45,8 +45,9 @@ Options (defaults in brackets):
   --customers=N           bench customers per database [200]
   --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
-  --me-pairs=N            GET /v1/me on PostgreSQL and its ceiling measured in turn N times [3];
-                          the goal's ratio is the median of the pairs' ratios
+  --pairs=N               each PostgreSQL goal measured against its ceiling N times in turn [3]:
+                          GET /v1/me then its ceiling; the redeem, its SQL alone, then TPC-B.
+                          A goal's ratio is the median pair's, and every pair is printed
   --cpu-prof=DIR          write a V8 CPU profile of each gateway process and of the /me
                           ceiling's into DIR (summarise one with:
                           npx tsx bench/profile-summary.ts DIR/<file>.cpuprofile)
@@ -66,7 +67,7 @@ interface Options {
   pgbench: boolean;
   customers: number;
   keysPerCustomer: number;
-  mePairs: number;
+  pairs: number;
   cpuProfDir: string | undefined;
 }
 
@@ -110,7 +111,7 @@ function parseOptions(argv: string[]): Options | null {
       'skip-pgbench': { type: 'boolean', default: false },
       customers: { type: 'string', default: '200' },
       'keys-per-customer': { type: 'string', default: '2' },
-      'me-pairs': { type: 'string', default: '3' },
+      pairs: { type: 'string', default: '3' },
       'cpu-prof': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
@@ -142,7 +143,7 @@ function parseOptions(argv: string[]): Options | null {
     pgbench: !values['skip-pgbench'],
     customers: int('customers', values.customers, 1),
     keysPerCustomer: int('keys-per-customer', values['keys-per-customer'], 1),
-    mePairs: int('me-pairs', values['me-pairs'], 1),
+    pairs: int('pairs', values.pairs, 1),
     cpuProfDir: values['cpu-prof'] ? resolve(values['cpu-prof']) : undefined,
   };
 }
@@ -325,7 +326,16 @@ async function checkSameAnswer(gatewayUrl: string, ceilingUrl: string, key: stri
   }
 }
 
-async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseUrl?: string): Promise<Row[]> {
+/**
+ * The gateway's scenarios on one database. `afterRedeem` (PostgreSQL): the redeem's ceilings,
+ * measured right after each of `--pairs` redeem runs, so each pair shares the machine's moment.
+ */
+async function runGateway(
+  o: Options,
+  database: 'pglite' | 'postgres',
+  databaseUrl?: string,
+  afterRedeem?: () => Promise<void>,
+): Promise<Row[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'redeem-bench-'));
   const port = await freePort();
   const adminPort = await freePort();
@@ -403,13 +413,13 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
         // minutes, so one run of each measured the drift as much as the gateway.
         const ceiling = await startMeFloor(o, databaseUrl, keys, publicUrl);
         try {
-          for (let pair = 0; pair < o.mePairs; pair++) rows.push(await me(), await ceiling.measure());
+          for (let pair = 0; pair < o.pairs; pair++) rows.push(await me(), await ceiling.measure());
         } finally {
           await ceiling.stop();
         }
       } else if (scenario === 'redeem') {
-        rows.push(
-          await measure(
+        const redeem = () =>
+          measure(
             o,
             scenario,
             database,
@@ -437,8 +447,11 @@ async function runGateway(o: Options, database: 'pglite' | 'postgres', databaseU
             },
             databaseUrl,
             admin,
-          ),
-        );
+          );
+        for (let pair = 0; pair < (afterRedeem ? o.pairs : 1); pair++) {
+          rows.push(await redeem());
+          await afterRedeem?.();
+        }
         if (!databaseUrl) embedded.afterRedeemMb = residentMb(server.pid);
       }
     }
@@ -518,69 +531,94 @@ function printTable(
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-/** What pgbench measured in this run: TPC-B, and the redeem's SQL alone. */
+/** One pair of pgbench runs, right after one redeem run: the redeem's SQL alone, then TPC-B. */
 interface Pgbench {
   tpcb: PgbenchResult;
   sqlRedeem: PgbenchResult;
 }
 
+/** A measurement and its ceiling, measured in turn. */
+interface Pair {
+  value: number;
+  ceiling: number;
+}
+
+/** The index of the pair whose ratio is the median (the lower middle one of an even count). */
+function medianPair(pairs: Pair[]): number {
+  const order = pairs.map((p, i) => ({ i, ratio: p.value / p.ceiling })).sort((a, b) => a.ratio - b.ratio);
+  return order[Math.floor((order.length - 1) / 2)]!.i;
+}
+
+/** A goal's line: the median pair's ratio, and every pair when there are several. */
+function pairedRatio(label: string, pairs: Pair[], goal: number): string {
+  if (pairs.length === 0) return `${label}: not measured`;
+  const ratio = (p: Pair) => (p.value / p.ceiling).toFixed(2);
+  const values = (p: Pair) => `${p.value.toFixed(0)} / ${p.ceiling.toFixed(0)}`;
+  const median = pairs[medianPair(pairs)]!;
+  const detail =
+    pairs.length === 1
+      ? values(median)
+      : `median of ${pairs.length} pairs measured in turn: ${pairs.map((p) => `${ratio(p)} (${values(p)})`).join(', ')}`;
+  return `${label}: ${ratio(median)} (goal >= ${goal}; ${detail})`;
+}
+
 /** The ratios of issue 22's goals, each against its ceiling measured in this same run. */
 function goalLines(rows: Row[], ceilings: Ceilings): string[] {
-  const find = (scenario: string, database: string) =>
-    rows.find((r) => r.scenario === scenario && r.database === database)?.reqPerSec;
-  const ratio = (label: string, value: number | undefined, floor: number | undefined, goal: number) =>
-    value === undefined || floor === undefined
-      ? `${label}: not measured`
-      : `${label}: ${(value / floor).toFixed(2)} (goal >= ${goal}; ${value.toFixed(0)} / ${floor.toFixed(0)})`;
+  const all = (scenario: string, database: string) =>
+    rows.filter((r) => r.scenario === scenario && r.database === database);
+  const find = (scenario: string, database: string) => all(scenario, database)[0]?.reqPerSec;
+  const single = (value: number | undefined, ceiling: number | undefined): Pair[] =>
+    value === undefined || ceiling === undefined ? [] : [{ value, ceiling }];
   const { pgbench, pgliteSql } = ceilings;
+  const redeems = all('redeem', 'postgres').slice(0, pgbench.length);
+  const redeemPairs = redeems.map((r, i) => ({ value: r.reqPerSec, ceiling: pgbench[i]!.sqlRedeem.tps }));
+  const sqlPairs = pgbench.map((p) => ({ value: p.sqlRedeem.tps, ceiling: p.tpcb.tps }));
+  const sqlMedian = pgbench[sqlPairs.length ? medianPair(sqlPairs) : 0];
+  const redeemMedian = redeemPairs.length ? medianPair(redeemPairs) : -1;
+  const meOf = (scenario: string) => all(scenario, 'postgres').map((r) => r.reqPerSec);
+  const [me, meCeiling] = [meOf('me'), meOf('me-floor')];
   const mb = (n: number | undefined) => (n === undefined ? '?' : `${n.toFixed(0)} MB`);
   return [
     'Goals (issue 22), each against a ceiling measured in this run:',
-    ratio(
-      '  sync redeem on PostgreSQL / its SQL alone under pgbench (tps)',
-      find('redeem', 'postgres'),
-      pgbench?.sqlRedeem.tps,
-      0.8,
-    ),
-    ...redeemCpuLines(
-      rows.find((r) => r.scenario === 'redeem' && r.database === 'postgres'),
-      pgbench,
-    ),
-    ratio("  the redeem's SQL alone / pgbench TPC-B (tps)", pgbench?.sqlRedeem.tps, pgbench?.tpcb.tps, 0.5),
-    ...(pgbench
+    pairedRatio('  sync redeem on PostgreSQL / its SQL alone under pgbench (tps)', redeemPairs, 0.8),
+    ...redeemCpuLines(redeems[redeemMedian], pgbench[redeemMedian]),
+    pairedRatio("  the redeem's SQL alone / pgbench TPC-B (tps)", sqlPairs, 0.5),
+    ...(sqlMedian
       ? [
-          `    machine CPU ms per transaction: ${pgbench.sqlRedeem.cpuMsPerTx.toFixed(2)} (SQL alone) / ` +
-            `${pgbench.tpcb.cpuMsPerTx.toFixed(2)} (TPC-B)`,
-          `    write-ahead log bytes per transaction: ${pgbench.sqlRedeem.walBytesPerTx.toFixed(0)} (SQL alone) / ` +
-            `${pgbench.tpcb.walBytesPerTx.toFixed(0)} (TPC-B)`,
+          `    machine CPU ms per transaction: ${sqlMedian.sqlRedeem.cpuMsPerTx.toFixed(2)} (SQL alone) / ` +
+            `${sqlMedian.tpcb.cpuMsPerTx.toFixed(2)} (TPC-B)`,
+          `    write-ahead log bytes per transaction: ${sqlMedian.sqlRedeem.walBytesPerTx.toFixed(0)} (SQL alone) / ` +
+            `${sqlMedian.tpcb.walBytesPerTx.toFixed(0)} (TPC-B)`,
         ]
       : []),
-    meGoalLine(rows),
-    ratio(
+    pairedRatio(
+      '  GET /v1/me on PostgreSQL / its ceiling (bench/me-floor-server.ts)',
+      me.slice(0, meCeiling.length).map((value, i) => ({ value, ceiling: meCeiling[i]! })),
+      0.9,
+    ),
+    pairedRatio(
       '  sync redeem on PGlite / its SQL alone on PGlite (bench/pglite-sql-redeem.ts, sequential)',
-      find('redeem', 'pglite'),
-      pgliteSql?.redeem,
+      single(find('redeem', 'pglite'), pgliteSql?.redeem),
       0.8,
     ),
-    ...pgliteCpuLines(
-      rows.find((r) => r.scenario === 'redeem' && r.database === 'pglite'),
-      pgliteSql,
-    ),
+    ...pgliteCpuLines(all('redeem', 'pglite')[0], pgliteSql),
     `  embedded serving process RSS (goal < 400 MB): ${mb(embedded.afterStartMb)} after start ` +
       `(healthy in ${embedded.startSeconds?.toFixed(1) ?? '?'} s, new data dir), ` +
       `${mb(embedded.afterRedeemMb)} after the redeem load`,
     'Floors (issue 10), for comparison across runs:',
-    ratio(
+    pairedRatio(
       '  GET /v1/me on PostgreSQL / Fastify + one prepared pg query',
-      find('me', 'postgres'),
-      find('one-query', 'postgres (prepared)'),
+      single(find('me', 'postgres'), find('one-query', 'postgres (prepared)')),
       0.6,
     ),
-    ratio('  sync redeem on PostgreSQL / pgbench TPC-B', find('redeem', 'postgres'), pgbench?.tpcb.tps, 0.5),
-    ratio(
+    pairedRatio(
+      '  sync redeem on PostgreSQL / pgbench TPC-B',
+      redeems.map((r, i) => ({ value: r.reqPerSec, ceiling: pgbench[i]!.tpcb.tps })),
+      0.5,
+    ),
+    pairedRatio(
       '  sync redeem on PGlite / Fastify + one PGlite query',
-      find('redeem', 'pglite'),
-      find('one-query', 'pglite'),
+      single(find('redeem', 'pglite'), find('one-query', 'pglite')),
       0.3,
     ),
     ...(pgliteSql
@@ -589,26 +627,6 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
         ]
       : []),
   ];
-}
-
-/**
- * GET /v1/me against its ceiling, measured in turn (--me-pairs): the median of the pairs' ratios,
- * with every pair shown.
- */
-function meGoalLine(rows: Row[]): string {
-  const label = '  GET /v1/me on PostgreSQL / its ceiling (bench/me-floor-server.ts)';
-  const of = (scenario: string) =>
-    rows.filter((r) => r.scenario === scenario && r.database === 'postgres').map((r) => r.reqPerSec);
-  const [gateway, ceiling] = [of('me'), of('me-floor')];
-  const pairs = gateway
-    .slice(0, ceiling.length)
-    .map((g, i) => ({ g, c: ceiling[i]!, ratio: g / ceiling[i]! }));
-  if (pairs.length === 0) return `${label}: not measured`;
-  const sorted = pairs.map((p) => p.ratio).sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  const shown = pairs.map((p) => `${p.ratio.toFixed(2)} (${p.g.toFixed(0)} / ${p.c.toFixed(0)})`).join(', ');
-  return `${label}: ${median.toFixed(2)} (goal >= 0.9; median of ${pairs.length} pairs measured in turn: ${shown})`;
 }
 
 /**
@@ -648,9 +666,23 @@ function pgliteCpuLines(row: Row | undefined, pgliteSql: Ceilings['pgliteSql']):
   ];
 }
 
+/** The redeem's SQL alone under pgbench, then TPC-B, each on a throwaway database of its own. */
+async function pgbenchPair(o: Options, url: string): Promise<Pgbench> {
+  const sqlRedeem = await sqlRedeemTps(url, o.connections, o.duration);
+  process.stderr.write(
+    `  pgbench, a sync redeem's SQL alone, ${o.connections} clients: ${sqlRedeem.tps.toFixed(0)} tps\n`,
+  );
+  const tpcb = await pgbenchTps(url, o.connections, o.duration);
+  process.stderr.write(
+    `  pgbench TPC-B, scale ${o.connections}, ${o.connections} clients: ${tpcb.tps.toFixed(0)} tps\n`,
+  );
+  return { tpcb, sqlRedeem };
+}
+
 /** The ceilings measured outside the gateway in this run. */
 interface Ceilings {
-  pgbench: Pgbench | undefined;
+  /** The pairs measured in turn (--pairs), in order; empty when pgbench did not run. */
+  pgbench: Pgbench[];
   pgliteSql: { one: number; redeem: number } | undefined;
 }
 
@@ -674,20 +706,19 @@ async function main() {
       );
     }
   }
-  let pgbench: Pgbench | undefined;
+  const pgbench: Pgbench[] = [];
   if (o.postgres) {
-    rows.push(await runOneQuery(o, o.postgres), ...(await runGateway(o, 'postgres', o.postgres)));
-    if (o.pgbench) {
-      const tpcb = await pgbenchTps(o.postgres, o.connections, o.duration);
-      process.stderr.write(
-        `  pgbench TPC-B, scale ${o.connections}, ${o.connections} clients: ${tpcb.tps.toFixed(0)} tps\n`,
-      );
-      const sqlRedeem = await sqlRedeemTps(o.postgres, o.connections, o.duration);
-      process.stderr.write(
-        `  pgbench, a sync redeem's SQL alone, ${o.connections} clients: ${sqlRedeem.tps.toFixed(0)} tps\n`,
-      );
-      pgbench = { tpcb, sqlRedeem };
-    }
+    const url = o.postgres;
+    const ceilings = async () => {
+      pgbench.push(await pgbenchPair(o, url));
+    };
+    // With the redeem scenario, each pair runs right after a redeem run (runGateway).
+    const paired = o.pgbench && o.scenarios.includes('redeem');
+    rows.push(
+      await runOneQuery(o, url),
+      ...(await runGateway(o, 'postgres', url, paired ? ceilings : undefined)),
+    );
+    if (o.pgbench && !paired) for (let pair = 0; pair < o.pairs; pair++) await ceilings();
   } else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
   // A second baseline at the end: how far the two differ shows how noisy the machine was.
   baselines.push(await runBaseline(o, 'none (last)'));
