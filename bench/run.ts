@@ -45,9 +45,9 @@ Options (defaults in brackets):
   --customers=N           bench customers per database [200]
   --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
-  --pairs=N               each PostgreSQL goal measured against its ceiling N times in turn [3]:
-                          GET /v1/me then its ceiling; the redeem, its SQL alone, then TPC-B.
-                          A goal's ratio is the median pair's, and every pair is printed
+  --pairs=N               each goal measured against its ceiling N times in turn [3]: GET /v1/me
+                          then its ceiling; the redeem, then its SQL alone (and TPC-B on
+                          PostgreSQL). A goal's ratio is the median pair's; every pair is printed
   --cpu-prof=DIR          write a V8 CPU profile of each gateway process and of the /me
                           ceiling's into DIR (summarise one with:
                           npx tsx bench/profile-summary.ts DIR/<file>.cpuprofile)
@@ -327,8 +327,8 @@ async function checkSameAnswer(gatewayUrl: string, ceilingUrl: string, key: stri
 }
 
 /**
- * The gateway's scenarios on one database. `afterRedeem` (PostgreSQL): the redeem's ceilings,
- * measured right after each of `--pairs` redeem runs, so each pair shares the machine's moment.
+ * The gateway's scenarios on one database. `afterRedeem`: the redeem's ceilings, measured right
+ * after each of `--pairs` redeem runs, so each pair shares the machine's moment.
  */
 async function runGateway(
   o: Options,
@@ -450,9 +450,10 @@ async function runGateway(
           );
         for (let pair = 0; pair < (afterRedeem ? o.pairs : 1); pair++) {
           rows.push(await redeem());
+          // The embedded goal's RSS is after one redeem run, the first.
+          if (!databaseUrl && pair === 0) embedded.afterRedeemMb = residentMb(server.pid);
           await afterRedeem?.();
         }
-        if (!databaseUrl) embedded.afterRedeemMb = residentMb(server.pid);
       }
     }
     return rows;
@@ -575,6 +576,9 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
   const sqlPairs = pgbench.map((p) => ({ value: p.sqlRedeem.tps, ceiling: p.tpcb.tps }));
   const sqlMedian = pgbench[sqlPairs.length ? medianPair(sqlPairs) : 0];
   const redeemMedian = redeemPairs.length ? medianPair(redeemPairs) : -1;
+  const pgliteRedeems = all('redeem', 'pglite').slice(0, pgliteSql.length);
+  const pglitePairs = pgliteRedeems.map((r, i) => ({ value: r.reqPerSec, ceiling: pgliteSql[i]!.redeem }));
+  const pgliteMedian = pglitePairs.length ? medianPair(pglitePairs) : -1;
   const meOf = (scenario: string) => all(scenario, 'postgres').map((r) => r.reqPerSec);
   const [me, meCeiling] = [meOf('me'), meOf('me-floor')];
   const mb = (n: number | undefined) => (n === undefined ? '?' : `${n.toFixed(0)} MB`);
@@ -598,10 +602,10 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
     ),
     pairedRatio(
       '  sync redeem on PGlite / its SQL alone on PGlite (bench/pglite-sql-redeem.ts, sequential)',
-      single(find('redeem', 'pglite'), pgliteSql?.redeem),
+      pglitePairs,
       0.8,
     ),
-    ...pgliteCpuLines(all('redeem', 'pglite')[0], pgliteSql),
+    ...pgliteCpuLines(pgliteRedeems[pgliteMedian], pgliteSql[pgliteMedian]),
     `  embedded serving process RSS (goal < 400 MB): ${mb(embedded.afterStartMb)} after start ` +
       `(healthy in ${embedded.startSeconds?.toFixed(1) ?? '?'} s, new data dir), ` +
       `${mb(embedded.afterRedeemMb)} after the redeem load`,
@@ -621,11 +625,10 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
       single(find('redeem', 'pglite'), find('one-query', 'pglite')),
       0.3,
     ),
-    ...(pgliteSql
-      ? [
-          `    PGlite sequential: one query ${pgliteSql.one.toFixed(0)}/s, the redeem's SQL alone ${pgliteSql.redeem.toFixed(0)}/s`,
-        ]
-      : []),
+    ...pgliteSql.map(
+      (p) =>
+        `    PGlite sequential: one query ${p.one.toFixed(0)}/s, the redeem's SQL alone ${p.redeem.toFixed(0)}/s`,
+    ),
   ];
 }
 
@@ -655,7 +658,7 @@ function redeemCpuLines(row: Row | undefined, pgbench: Pgbench | undefined): str
  * The embedded gateway runs its database in its own process: its CPU per redeem against the SQL
  * alone's time per redeem (sequential, one core busy), the most the ratio can reach.
  */
-function pgliteCpuLines(row: Row | undefined, pgliteSql: Ceilings['pgliteSql']): string[] {
+function pgliteCpuLines(row: Row | undefined, pgliteSql: { redeem: number } | undefined): string[] {
   if (!row || !pgliteSql || !(row.cpuMsPerRequest > 0)) return [];
   const sql = 1000 / pgliteSql.redeem;
   return [
@@ -683,7 +686,8 @@ async function pgbenchPair(o: Options, url: string): Promise<Pgbench> {
 interface Ceilings {
   /** The pairs measured in turn (--pairs), in order; empty when pgbench did not run. */
   pgbench: Pgbench[];
-  pgliteSql: { one: number; redeem: number } | undefined;
+  /** PGlite's: the pairs measured in turn, in order. */
+  pgliteSql: { one: number; redeem: number }[];
 }
 
 async function main() {
@@ -696,15 +700,17 @@ async function main() {
   const loadStart = loadavg();
   const baselines = [await runBaseline(o, 'none (first)')];
   const rows: Row[] = [];
-  let pgliteSql: Ceilings['pgliteSql'];
+  const pgliteSql: Ceilings['pgliteSql'] = [];
   if (o.pglite) {
-    rows.push(await runOneQuery(o), ...(await runGateway(o, 'pglite')));
-    if (o.scenarios.includes('redeem')) {
-      pgliteSql = await pgliteSqlRedeem(2000);
+    // Right after each redeem run, as on PostgreSQL: the embedded redeem's SQL alone.
+    const ceiling = async () => {
+      const measured = await pgliteSqlRedeem(2000);
       process.stderr.write(
-        `  PGlite, a sync redeem's SQL alone, sequential: ${pgliteSql.redeem.toFixed(0)}/s\n`,
+        `  PGlite, a sync redeem's SQL alone, sequential: ${measured.redeem.toFixed(0)}/s\n`,
       );
-    }
+      pgliteSql.push(measured);
+    };
+    rows.push(await runOneQuery(o), ...(await runGateway(o, 'pglite', undefined, ceiling)));
   }
   const pgbench: Pgbench[] = [];
   if (o.postgres) {
