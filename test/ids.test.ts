@@ -30,8 +30,9 @@ describe('ids', () => {
 
   test('pooled bytes: each slice fresh across refills, never handed out twice', () => {
     // 3,000 slices of 12 bytes (AES-GCM IVs) with single bytes between them: several 4 KiB
-    // refills, slices ending at and crossing a pool's end. A byte handed out twice, or a slice
-    // rewritten by a later refill, shows as a repeated slice or a changed one.
+    // refills, slices ending at a pool's end and slices that would cross it (a new pool). A byte
+    // handed out twice, or a slice rewritten by a later refill, shows as a repeated slice or a
+    // changed one.
     const slices: Buffer[] = [];
     const copies: string[] = [];
     for (let i = 0; i < 3_000; i++) {

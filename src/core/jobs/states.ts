@@ -31,8 +31,9 @@ export interface Lease {
  * without reading them again), or returns null. Fair across customers: live jobs before test
  * jobs, then the customer with the fewest async jobs running (across every process; a sync
  * redeem in its one call is no worker's job), then the customer whose last claim is the oldest
- * (job_claim_turns, migration 0015), then the oldest job. So a customer with thousands of queued jobs takes turns with one that has a single job,
- * and test traffic never delays live traffic.
+ * (job_claim_turns, migration 0015), then the oldest job. So a customer with thousands of
+ * queued jobs takes turns with one that has a single job, and test traffic never delays live
+ * traffic.
  *
  * Only each customer's oldest queued job (per mode) is a candidate, found by a skip scan over
  * jobs_queued_by_customer (one index probe per waiting customer), so a claim costs the same with
