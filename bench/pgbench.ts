@@ -46,14 +46,7 @@ export async function sqlRedeemTps(
   clients: number,
   seconds: number,
 ): Promise<PgbenchResult> {
-  return withThrowawayDatabase(baseUrl, 'bench_sql_redeem', async (target) => {
-    const db = await openPostgres(target);
-    try {
-      await migrate(db);
-      for (const statement of SQL_REDEEM_FIXTURES) await db.query(statement);
-    } finally {
-      await db.close();
-    }
+  return withSqlRedeemDatabase(baseUrl, async (target) => {
     const dir = mkdtempSync(join(tmpdir(), 'sql-redeem-'));
     try {
       const script = join(dir, 'redeem.sql');
@@ -91,6 +84,23 @@ export async function sqlRedeemTps(
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+}
+
+/**
+ * A throwaway database with the gateway's schema and functions and the SQL alone's fixtures
+ * (bench_start, bench_finish), dropped when `body` ends.
+ */
+export function withSqlRedeemDatabase<T>(baseUrl: string, body: (url: string) => Promise<T>): Promise<T> {
+  return withThrowawayDatabase(baseUrl, 'bench_sql_redeem', async (target) => {
+    const db = await openPostgres(target);
+    try {
+      await migrate(db);
+      for (const statement of SQL_REDEEM_FIXTURES) await db.query(statement);
+    } finally {
+      await db.close();
+    }
+    return body(target);
   });
 }
 

@@ -15,7 +15,7 @@ import { refuseUsedDatabase } from './database.ts';
 import { createFixtures } from './fixtures.ts';
 import { gatewayEnv } from './gateway.ts';
 import { backendCpuBetween, pgSnapshot } from './pg-stats.ts';
-import { type PgbenchResult, pgbenchTps, sqlRedeemTps } from './pgbench.ts';
+import { type PgbenchResult, pgbenchTps, sqlRedeemTps, withSqlRedeemDatabase } from './pgbench.ts';
 import { pgliteSqlRedeem } from './pglite-sql-redeem.ts';
 import {
   type Child,
@@ -43,7 +43,7 @@ Options (defaults in brackets):
   --skip-pgbench          do not run pgbench (TPC-B and the SQL-only redeem; each makes and drops
                           its own database)
   --customers=N           bench customers per database [200]
-  --keys-per-customer=N   test keys per customer [2]; redeems rotate over all keys so that no
+  --keys-per-customer=N   test keys per customer [5]; redeems rotate over all keys so that no
                           key passes the burst limit (30 per key per sliding 10 s)
   --pairs=N               each goal measured against its ceiling N times in turn [3]: GET /v1/me
                           then its ceiling; the redeem, then its SQL alone (and TPC-B on
@@ -55,7 +55,12 @@ Options (defaults in brackets):
 `;
 
 const GATEWAY_SCENARIOS = ['health', 'me', 'redeem'] as const;
-type Scenario = 'hello-world' | 'one-query' | 'me-floor' | (typeof GATEWAY_SCENARIOS)[number];
+type Scenario =
+  | 'hello-world'
+  | 'one-query'
+  | 'me-floor'
+  | 'redeem-floor'
+  | (typeof GATEWAY_SCENARIOS)[number];
 
 interface Options {
   duration: number;
@@ -110,7 +115,7 @@ function parseOptions(argv: string[]): Options | null {
       'skip-pglite': { type: 'boolean', default: false },
       'skip-pgbench': { type: 'boolean', default: false },
       customers: { type: 'string', default: '200' },
-      'keys-per-customer': { type: 'string', default: '2' },
+      'keys-per-customer': { type: 'string', default: '5' },
       pairs: { type: 'string', default: '3' },
       'cpu-prof': { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -286,6 +291,57 @@ function meRequests(nextKey: () => string): autocannon.Request[] {
 }
 
 /**
+ * A sync one-code POST /v1/redeem, each request with the next key, its own Idempotency-Key and
+ * its own code. Unique per run and per request: the sandbox answers code_used for a code
+ * activated before, and an Idempotency-Key seen before would replay. Digits only after "BENCH",
+ * so no code can spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW).
+ */
+function redeemRequests(nextKey: () => string): autocannon.Request[] {
+  const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
+  let sequence = 0;
+  return [
+    {
+      method: 'POST',
+      path: '/v1/redeem',
+      setupRequest: (req) => {
+        const n = sequence++;
+        return {
+          ...req,
+          headers: {
+            authorization: `Bearer ${nextKey()}`,
+            'idempotency-key': `bench-${runTag}-${n}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
+        };
+      },
+    },
+  ];
+}
+
+/**
+ * The least an HTTP front can do for a sync redeem (bench/redeem-floor-server.ts): the SQL alone's
+ * two statements behind Fastify and a `pg` pool, on a throwaway database of its own made like the
+ * SQL alone's, under the same load as the gateway's redeem.
+ */
+async function measureRedeemFloor(o: Options, baseUrl: string): Promise<Row> {
+  return withSqlRedeemDatabase(baseUrl, async (target) => {
+    const env = { ...process.env, QUERY_DATABASE_URL: target };
+    const script = join(repoRoot, 'bench/redeem-floor-server.ts');
+    const child = startChild(['--import', 'tsx', script], env, repoRoot);
+    try {
+      const [, port] = await waitForLine(child, /listening (\d+)/);
+      // The floor checks no key: any well-formed one will do.
+      const key = `rk_test_${'0'.repeat(32)}`;
+      const target_ = { url: `http://${HOST}:${port}`, requests: redeemRequests(() => key) };
+      return await measure(o, 'redeem-floor', 'postgres', child, target_, target);
+    } finally {
+      await child.stop();
+    }
+  });
+}
+
+/**
  * The least a GET /v1/me can do (bench/me-floor-server.ts), on the gateway's database and keys:
  * started once, then measured as often as the caller asks.
  */
@@ -380,11 +436,6 @@ async function runGateway(
 
     let turn = 0;
     const nextKey = () => keys[turn++ % keys.length]!;
-    // Unique per run and per request: the sandbox answers code_used for a code activated before,
-    // and an Idempotency-Key seen before would replay. Digits only after "BENCH", so no code can
-    // spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW).
-    const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
-    let sequence = 0;
 
     const admin = { url: `http://${HOST}:${adminPort}`, token: adminToken };
     const rows: Row[] = [];
@@ -424,27 +475,7 @@ async function runGateway(
             scenario,
             database,
             server,
-            {
-              url: publicUrl,
-              requests: [
-                {
-                  method: 'POST',
-                  path: '/v1/redeem',
-                  setupRequest: (req) => {
-                    const n = sequence++;
-                    return {
-                      ...req,
-                      headers: {
-                        authorization: `Bearer ${nextKey()}`,
-                        'idempotency-key': `bench-${runTag}-${n}`,
-                        'content-type': 'application/json',
-                      },
-                      body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
-                    };
-                  },
-                },
-              ],
-            },
+            { url: publicUrl, requests: redeemRequests(nextKey) },
             databaseUrl,
             admin,
           );
@@ -536,6 +567,8 @@ function printTable(
 interface Pgbench {
   tpcb: PgbenchResult;
   sqlRedeem: PgbenchResult;
+  /** The redeem's least HTTP front (bench/redeem-floor-server.ts), measured just before. */
+  floor: Row;
 }
 
 /** A measurement and its ceiling, measured in turn. */
@@ -586,6 +619,7 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
     'Goals (issue 22), each against a ceiling measured in this run:',
     pairedRatio('  sync redeem on PostgreSQL / its SQL alone under pgbench (tps)', redeemPairs, 0.8),
     ...redeemCpuLines(redeems[redeemMedian], pgbench[redeemMedian]),
+    ...floorLines(pgbench),
     pairedRatio("  the redeem's SQL alone / pgbench TPC-B (tps)", sqlPairs, 0.5),
     ...(sqlMedian
       ? [
@@ -655,6 +689,30 @@ function redeemCpuLines(row: Row | undefined, pgbench: Pgbench | undefined): str
 }
 
 /**
+ * The redeem's least HTTP front against the same SQL alone: the most any gateway in Node could
+ * reach on this machine, and what the gateway's own work would have to fit in for the goal.
+ */
+function floorLines(pgbench: Pgbench[]): string[] {
+  if (pgbench.length === 0) return [];
+  const pairs = pgbench.map((p) => ({ value: p.floor.reqPerSec, ceiling: p.sqlRedeem.tps }));
+  const median = pgbench[medianPair(pairs)]!;
+  const { floor, sqlRedeem } = median;
+  const machine = (10 * floor.machineCpu * availableParallelism()) / floor.reqPerSec;
+  const room = sqlRedeem.cpuMsPerTx / 0.8 - machine;
+  return [
+    pairedRatio(
+      '    its least HTTP front (bench/redeem-floor-server.ts: the same two statements, nothing else) / the SQL alone',
+      pairs,
+      0.8,
+    ),
+    `      machine CPU ms per redeem: ${machine.toFixed(2)} through the least front (its process ` +
+      `${floor.cpuMsPerRequest.toFixed(2)}); so a gateway meets 0.8 here only if all its own work (keys, ` +
+      `validation, idempotency, crypto, answers, logs, metrics) costs at most ${room.toFixed(2)} ms of ` +
+      `machine CPU per redeem more than the least front's`,
+  ];
+}
+
+/**
  * The embedded gateway runs its database in its own process: its CPU per redeem against the SQL
  * alone's time per redeem (sequential, one core busy), the most the ratio can reach.
  */
@@ -669,8 +727,12 @@ function pgliteCpuLines(row: Row | undefined, pgliteSql: { redeem: number } | un
   ];
 }
 
-/** The redeem's SQL alone under pgbench, then TPC-B, each on a throwaway database of its own. */
+/**
+ * The redeem's least HTTP front, its SQL alone under pgbench, then TPC-B, each on a throwaway
+ * database of its own.
+ */
 async function pgbenchPair(o: Options, url: string): Promise<Pgbench> {
+  const floor = await measureRedeemFloor(o, url);
   const sqlRedeem = await sqlRedeemTps(url, o.connections, o.duration);
   process.stderr.write(
     `  pgbench, a sync redeem's SQL alone, ${o.connections} clients: ${sqlRedeem.tps.toFixed(0)} tps\n`,
@@ -679,7 +741,7 @@ async function pgbenchPair(o: Options, url: string): Promise<Pgbench> {
   process.stderr.write(
     `  pgbench TPC-B, scale ${o.connections}, ${o.connections} clients: ${tpcb.tps.toFixed(0)} tps\n`,
   );
-  return { tpcb, sqlRedeem };
+  return { tpcb, sqlRedeem, floor };
 }
 
 /** The ceilings measured outside the gateway in this run. */
@@ -725,6 +787,7 @@ async function main() {
       ...(await runGateway(o, 'postgres', url, paired ? ceilings : undefined)),
     );
     if (o.pgbench && !paired) for (let pair = 0; pair < o.pairs; pair++) await ceilings();
+    rows.push(...pgbench.map((p) => p.floor));
   } else process.stderr.write('postgres: skipped (set DATABASE_URL or --postgres=URL)\n');
   // A second baseline at the end: how far the two differ shows how noisy the machine was.
   baselines.push(await runBaseline(o, 'none (last)'));
