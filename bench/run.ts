@@ -1,8 +1,8 @@
 // Load benchmark (npm run bench): a plain Fastify hello-world as the baseline, then the gateway's
 // GET /v1/health, GET /v1/me and a synchronous one-code POST /v1/redeem (sandbox activator, test
 // keys), on the embedded PGlite database and, given a URL, on PostgreSQL, with the floors and
-// ceilings of issue 22's goals (pgbench, the SQL alone, the least a /v1/me can do, PGlite). Every server runs as a
-// child process; autocannon runs here. Ratios are against the baseline of this same run, because
+// ceilings of issue 22's goals (pgbench, the SQL alone, the least a /v1/me and a redeem can do,
+// PGlite). Every server runs as a child process; autocannon runs here. Ratios are against the baseline of this same run, because
 // the machines are noisy: compare ratios between runs, not raw numbers. See bench/README.md.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -333,8 +333,8 @@ async function measureRedeemFloor(o: Options, baseUrl: string): Promise<Row> {
       const [, port] = await waitForLine(child, /listening (\d+)/);
       // The floor checks no key: any well-formed one will do.
       const key = `rk_test_${'0'.repeat(32)}`;
-      const target_ = { url: `http://${HOST}:${port}`, requests: redeemRequests(() => key) };
-      return await measure(o, 'redeem-floor', 'postgres', child, target_, target);
+      const load = { url: `http://${HOST}:${port}`, requests: redeemRequests(() => key) };
+      return await measure(o, 'redeem-floor', 'postgres', child, load, target);
     } finally {
       await child.stop();
     }
