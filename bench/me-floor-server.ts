@@ -17,6 +17,7 @@ import { newRequestId } from '../src/core/ids.ts';
 import { sha256Hex } from '../src/core/keys/keys.ts';
 import type { Queryable } from '../src/db/database.ts';
 import { EVERY_RESPONSE_HEADERS, setAccountHeaders } from '../src/http/headers.ts';
+import { serveChild } from './serve-child.ts';
 
 const url = process.env['QUERY_DATABASE_URL'];
 if (!url) throw new Error('QUERY_DATABASE_URL is required');
@@ -80,12 +81,4 @@ app.get('/v1/me', async (request, reply) => {
   setAccountHeaders(reply, found.state);
   return meView(request.id, key, found.state, systemClock.now());
 });
-const address = await app.listen({ host: '127.0.0.1', port: 0 });
-process.stdout.write(`listening ${new URL(address).port}\n`);
-const stop = () =>
-  void app
-    .close()
-    .then(() => pool.end())
-    .then(() => process.exit(0));
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+await serveChild(app, () => pool.end());

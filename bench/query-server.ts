@@ -7,6 +7,7 @@
 import Fastify from 'fastify';
 import pg from 'pg';
 import { openPglite } from '../src/db/database.ts';
+import { serveChild } from './serve-child.ts';
 
 const url = process.env['QUERY_DATABASE_URL'];
 // A row read by primary key, like the gateway's key and account reads.
@@ -32,12 +33,4 @@ if (url) {
 
 const app = Fastify({ logger: false });
 app.get('/', async () => ({ rows: ((await run()) as { rows: unknown[] }).rows }));
-const address = await app.listen({ host: '127.0.0.1', port: 0 });
-process.stdout.write(`listening ${new URL(address).port}\n`);
-const stop = () =>
-  void app
-    .close()
-    .then(close)
-    .then(() => process.exit(0));
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+await serveChild(app, close);

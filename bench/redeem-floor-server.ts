@@ -10,6 +10,7 @@
 // "listening <port>".
 import Fastify from 'fastify';
 import pg from 'pg';
+import { serveChild } from './serve-child.ts';
 
 const url = process.env['QUERY_DATABASE_URL'];
 if (!url) throw new Error('QUERY_DATABASE_URL is required');
@@ -32,12 +33,4 @@ app.post('/v1/redeem', async (request, reply) => {
   if (result.finished !== 200) return reply.code(500).send({ ok: false, result });
   return { ok: true, result };
 });
-const address = await app.listen({ host: '127.0.0.1', port: 0 });
-process.stdout.write(`listening ${new URL(address).port}\n`);
-const stop = () =>
-  void app
-    .close()
-    .then(() => pool.end())
-    .then(() => process.exit(0));
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+await serveChild(app, () => pool.end());
