@@ -2,8 +2,9 @@
 // GET /v1/health, GET /v1/me and a synchronous one-code POST /v1/redeem (sandbox activator, test
 // keys), on the embedded PGlite database and, given a URL, on PostgreSQL, with the floors and
 // ceilings of issue 22's goals (pgbench, the SQL alone, the least a /v1/me and a redeem can do,
-// PGlite). Every server runs as a child process; autocannon runs here. Ratios are against the baseline of this same run, because
-// the machines are noisy: compare ratios between runs, not raw numbers. See bench/README.md.
+// PGlite). Every server runs as a child process; autocannon runs here. Ratios are against the
+// baseline of this same run, because the machines are noisy: compare ratios between runs, not raw
+// numbers. See bench/README.md.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
@@ -251,32 +252,37 @@ async function measure(
   return row;
 }
 
-async function runBaseline(o: Options, label: string): Promise<Row> {
-  const child = startChild(
-    ['--import', 'tsx', join(repoRoot, 'bench/hello-server.ts')],
-    process.env,
-    repoRoot,
-  );
+/**
+ * Runs a bench server (bench/*-server.ts) as a child under tsx, hands its process and base URL to
+ * `body` once it listens, and stops it afterwards.
+ */
+async function withBenchServer<T>(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  body: (child: Child, url: string) => Promise<T>,
+): Promise<T> {
+  const child = startChild(['--import', 'tsx', join(repoRoot, 'bench', script)], env, repoRoot);
   try {
     const [, port] = await waitForLine(child, /listening (\d+)/);
-    const row = await measure(o, 'hello-world', label, child, { url: `http://${HOST}:${port}/` });
-    return row;
+    return await body(child, `http://${HOST}:${port}`);
   } finally {
     await child.stop();
   }
 }
 
+function runBaseline(o: Options, label: string): Promise<Row> {
+  return withBenchServer('hello-server.ts', process.env, (child, url) =>
+    measure(o, 'hello-world', label, child, { url: `${url}/` }),
+  );
+}
+
 /** Fastify + one query per request (bench/query-server.ts): on PGlite, or prepared on PostgreSQL. */
-async function runOneQuery(o: Options, databaseUrl?: string): Promise<Row> {
+function runOneQuery(o: Options, databaseUrl?: string): Promise<Row> {
   const env = { ...process.env, ...(databaseUrl ? { QUERY_DATABASE_URL: databaseUrl } : {}) };
-  const child = startChild(['--import', 'tsx', join(repoRoot, 'bench/query-server.ts')], env, repoRoot);
-  try {
-    const [, port] = await waitForLine(child, /listening (\d+)/);
-    const database = databaseUrl ? 'postgres (prepared)' : 'pglite';
-    return await measure(o, 'one-query', database, child, { url: `http://${HOST}:${port}/` }, databaseUrl);
-  } finally {
-    await child.stop();
-  }
+  const database = databaseUrl ? 'postgres (prepared)' : 'pglite';
+  return withBenchServer('query-server.ts', env, (child, url) =>
+    measure(o, 'one-query', database, child, { url: `${url}/` }, databaseUrl),
+  );
 }
 
 /** GET /v1/me, each request with the next key. */
@@ -324,21 +330,14 @@ function redeemRequests(nextKey: () => string): autocannon.Request[] {
  * two statements behind Fastify and a `pg` pool, on a throwaway database of its own made like the
  * SQL alone's, under the same load as the gateway's redeem.
  */
-async function measureRedeemFloor(o: Options, baseUrl: string): Promise<Row> {
-  return withSqlRedeemDatabase(baseUrl, async (target) => {
-    const env = { ...process.env, QUERY_DATABASE_URL: target };
-    const script = join(repoRoot, 'bench/redeem-floor-server.ts');
-    const child = startChild(['--import', 'tsx', script], env, repoRoot);
-    try {
-      const [, port] = await waitForLine(child, /listening (\d+)/);
-      // The floor checks no key: any well-formed one will do.
-      const key = `rk_test_${'0'.repeat(32)}`;
-      const load = { url: `http://${HOST}:${port}`, requests: redeemRequests(() => key) };
-      return await measure(o, 'redeem-floor', 'postgres', child, load, target);
-    } finally {
-      await child.stop();
-    }
-  });
+function measureRedeemFloor(o: Options, baseUrl: string): Promise<Row> {
+  // The floor checks no key: any well-formed one will do.
+  const key = `rk_test_${'0'.repeat(32)}`;
+  return withSqlRedeemDatabase(baseUrl, (target) =>
+    withBenchServer('redeem-floor-server.ts', { ...process.env, QUERY_DATABASE_URL: target }, (child, url) =>
+      measure(o, 'redeem-floor', 'postgres', child, { url, requests: redeemRequests(() => key) }, target),
+    ),
+  );
 }
 
 /**
@@ -674,9 +673,8 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
  */
 function redeemCpuLines(row: Row | undefined, pgbench: Pgbench | undefined): string[] {
   if (!row || !pgbench || row.pgCpu === undefined || !(row.reqPerSec > 0)) return [];
-  const perRedeem = (percentOfOneCore: number) => (10 * percentOfOneCore) / row.reqPerSec;
-  const machine = perRedeem(row.machineCpu * availableParallelism());
-  const pg = perRedeem(row.pgCpu);
+  const machine = machineMsPerRequest(row);
+  const pg = (10 * row.pgCpu) / row.reqPerSec;
   const gateway = row.cpuMsPerRequest;
   const sql = pgbench.sqlRedeem.cpuMsPerTx;
   return [
@@ -688,6 +686,11 @@ function redeemCpuLines(row: Row | undefined, pgbench: Pgbench | undefined): str
   ];
 }
 
+/** The whole machine's CPU milliseconds per request of a run (its busy % of all cores). */
+function machineMsPerRequest(row: Row): number {
+  return (10 * row.machineCpu * availableParallelism()) / row.reqPerSec;
+}
+
 /**
  * The redeem's least HTTP front against the same SQL alone: the most any gateway in Node could
  * reach on this machine, and what the gateway's own work would have to fit in for the goal.
@@ -697,7 +700,7 @@ function floorLines(pgbench: Pgbench[]): string[] {
   const pairs = pgbench.map((p) => ({ value: p.floor.reqPerSec, ceiling: p.sqlRedeem.tps }));
   const median = pgbench[medianPair(pairs)]!;
   const { floor, sqlRedeem } = median;
-  const machine = (10 * floor.machineCpu * availableParallelism()) / floor.reqPerSec;
+  const machine = machineMsPerRequest(floor);
   const room = sqlRedeem.cpuMsPerTx / 0.8 - machine;
   return [
     pairedRatio(
