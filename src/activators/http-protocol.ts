@@ -1,6 +1,6 @@
 // The upstream protocol's answers (docs/upstream-protocol.md), judged: what each exchange means
 // for the code, and whether it tells the circuit breaker the upstream is failing.
-import type { ActivationOutcome, CodeStatus } from '../core/redeem/activator.ts';
+import type { ActivationOutcome, CodeCheckState, CodeStatus } from '../core/redeem/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Exchange } from './http-exchange.ts';
 
@@ -64,4 +64,20 @@ export function judgeStatus(x: Exchange): { result: CodeStatus | null; verdict: 
     result: body.redeemed ? { redeemed: true, playerId } : { redeemed: false },
     verdict: 'healthy',
   };
+}
+
+const CHECK_RESULTS: readonly CodeCheckState[] = ['valid', 'used', 'invalid', 'unknown'];
+
+/**
+ * A check's answer: one of the four states (the upstream's own `unknown` is a healthy answer);
+ * anything else is `unknown`, and counts against the upstream as a status call's does.
+ */
+export function judgeCheck(x: Exchange): { result: CodeCheckState; verdict: Verdict } {
+  if (x.kind !== 'answer') return { result: 'unknown', verdict: 'failure' };
+  if (x.status >= 400 && x.status < 500) return { result: 'unknown', verdict: 'healthy' };
+  if (x.status !== 200) return { result: 'unknown', verdict: 'failure' };
+  const result = parseObject(x.body)?.result;
+  return CHECK_RESULTS.includes(result as CodeCheckState)
+    ? { result: result as CodeCheckState, verdict: 'healthy' }
+    : { result: 'unknown', verdict: 'failure' };
 }

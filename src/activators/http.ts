@@ -15,10 +15,10 @@ import { createFairSemaphore } from '../core/fair-semaphore.ts';
 import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import { type BreakerState, createBreaker } from './circuit-breaker.ts';
 import { type Exchange, exchangeUnlessSent } from './http-exchange.ts';
-import { judgeActivation, judgeStatus } from './http-protocol.ts';
+import { judgeActivation, judgeCheck, judgeStatus } from './http-protocol.ts';
 
 export interface HttpActivatorOptions {
-  /** The upstream's base URL (ACTIVATOR_URL); paths /v1/activate and /v1/status are appended. */
+  /** The upstream's base URL (ACTIVATOR_URL); /v1/activate, /v1/status and /v1/check are appended. */
   url: string;
   /** The bearer key (ACTIVATOR_KEY); no Authorization header when absent. */
   key?: string | undefined;
@@ -80,6 +80,31 @@ function requestHeaders(key: string | undefined): Record<string, string> {
   return headers;
 }
 
+/** The upstream's circuit breaker, its opening and closing logged. */
+function openBreaker(opts: HttpActivatorOptions, origin: string) {
+  const logger = opts.logger;
+  return createBreaker(opts.breaker?.failureThreshold ?? 5, opts.breaker?.openMs ?? 30_000, (s) => {
+    if (s === 'open') logger?.warn({ upstream: origin }, 'upstream circuit breaker open');
+    else logger?.info({ upstream: origin, state: s }, `upstream circuit breaker ${s.replace('_', ' ')}`);
+  });
+}
+
+/** What a log line says of an exchange (null: the breaker refused the call). */
+const describe = (x: Exchange | null) =>
+  x === null
+    ? { reason: 'circuit open' }
+    : x.kind === 'answer'
+      ? { httpStatus: x.status }
+      : { reason: x.reason, sent: x.kind === 'lost' };
+
+/** The fair semaphore's key: a customer's checks share its part of the slots with its activations. */
+const slotKey = (customerId: number | undefined) =>
+  customerId === undefined ? 'unknown' : `customer:${customerId}`;
+
+/** The upstream's own `unknown` is an answer; no answer, or a broken one, is worth a log line. */
+const checkAnswered = (x: Exchange | null) =>
+  x?.kind === 'answer' && x.status === 200 && judgeCheck(x).verdict === 'healthy';
+
 export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
   const base = new URL(opts.url);
   const basePath = base.pathname.replace(/\/+$/, '');
@@ -92,10 +117,7 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
   const slots = createFairSemaphore(concurrency);
   // Until when (ms) the upstream asked us to hold off (a 429); calls wait for it, within their deadline.
   let busyUntil = 0;
-  const breaker = createBreaker(opts.breaker?.failureThreshold ?? 5, opts.breaker?.openMs ?? 30_000, (s) => {
-    if (s === 'open') logger?.warn({ upstream: base.origin }, 'upstream circuit breaker open');
-    else logger?.info({ upstream: base.origin, state: s }, `upstream circuit breaker ${s.replace('_', ' ')}`);
-  });
+  const breaker = openBreaker(opts, base.origin);
   const headers = requestHeaders(opts.key);
 
   const exchange = (path: string, payload: unknown) =>
@@ -159,18 +181,11 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
     }
   }
 
-  const describe = (x: Exchange | null) =>
-    x === null
-      ? { reason: 'circuit open' }
-      : x.kind === 'answer'
-        ? { httpStatus: x.status }
-        : { reason: x.reason, sent: x.kind === 'lost' };
-
   return {
     name: 'http',
     async activate({ code, playerId, customerId }) {
       const { result, exchange: x } = await call(
-        customerId === undefined ? 'unknown' : `customer:${customerId}`,
+        slotKey(customerId),
         '/v1/activate',
         { code, player_id: playerId },
         judgeActivation,
@@ -189,6 +204,13 @@ export function createHttpActivator(opts: HttpActivatorOptions): HttpActivator {
       const { result, exchange: x } = await call('status-checks', '/v1/status', { code }, judgeStatus, null);
       if (result === null)
         logger?.warn({ last4: code.slice(-4), ...describe(x) }, 'upstream status check failed');
+      return result;
+    },
+    async check({ code, customerId }) {
+      const key = slotKey(customerId);
+      const { result, exchange: x } = await call(key, '/v1/check', { code }, judgeCheck, 'unknown');
+      if (result === 'unknown' && !checkAnswered(x))
+        logger?.warn({ last4: code.slice(-4), ...describe(x) }, 'upstream code check failed');
       return result;
     },
     breakerState: () => breaker.state(),

@@ -2,10 +2,11 @@
 // own on the way to an answer. Its memory of activated codes lives in the sandbox_redemptions
 // table, per mode, keyed by the code's keyed hash; an activation hands the row back with its
 // answer (ActivationOutcome.memory) and the outcome's commit writes it (redeem_record_outcome),
-// answering code_used instead when the code is remembered already. `status` reads it.
+// answering code_used instead when the code is remembered already. `status` and `check` read it.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Mode } from '../core/accounts/accounts.ts';
 import { codeHash } from '../core/crypto/code-crypto.ts';
-import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
+import type { ActivationOutcome, Activator, CodeCheckState } from '../core/redeem/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Queryable } from '../db/database.ts';
 
@@ -30,6 +31,14 @@ export function createSandboxActivator(deps: {
 }): Activator {
   const slowMs = deps.slowMs ?? SANDBOX_SLOW_MS;
   const delayMs = deps.delayMs ?? 0;
+  /** The player the memory holds for an activated code, or null. */
+  const rememberedPlayer = async (mode: Mode, code: string) => {
+    const r = await deps.db.query<{ playerId: string }>(
+      'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = $2',
+      [mode, codeHash(deps.codeKey, code)],
+    );
+    return r.rows[0]?.playerId ?? null;
+  };
   return {
     name: 'sandbox',
     async activate({ mode, code, playerId }): Promise<ActivationOutcome> {
@@ -58,12 +67,18 @@ export function createSandboxActivator(deps: {
     },
     async status({ mode, code }) {
       if (code.includes('USED')) return { redeemed: true, playerId: null };
-      const r = await deps.db.query<{ playerId: string }>(
-        'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = $2',
-        [mode, codeHash(deps.codeKey, code)],
-      );
-      const row = r.rows[0];
-      return row ? { redeemed: true, playerId: row.playerId } : { redeemed: false };
+      const playerId = await rememberedPlayer(mode, code);
+      return playerId === null ? { redeemed: false } : { redeemed: true, playerId };
+    },
+    // What `activate` would answer, in its order, with no player (so never bad_player) and
+    // nothing written; a remembered code is what the outcome's commit would turn into code_used.
+    // A SLOW code is answered at once: only its activation is slow.
+    async check({ mode, code }): Promise<CodeCheckState> {
+      if (delayMs > 0) await sleep(delayMs);
+      if (code.includes('USED')) return 'used';
+      if (code.includes('INVALID')) return 'invalid';
+      if (code.includes('FAIL') || code.includes('TIMEOUT')) return 'unknown';
+      return (await rememberedPlayer(mode, code)) === null ? 'valid' : 'used';
     },
   };
 }

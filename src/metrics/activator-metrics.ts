@@ -12,7 +12,8 @@ function activationResult(o: ActivationOutcome): string {
 
 /**
  * Wraps an activator so each call is counted by result (activate: its status or `unknown`;
- * status: `redeemed`, `not_redeemed` or `unknown`; either: `error` when it threw) and timed. An
+ * status: `redeemed`, `not_redeemed` or `unknown`; check: its state, `valid`, `used`, `invalid` or
+ * `unknown`; any: `error` when it threw) and timed. An
  * activator with a `breakerState()` (the http one) has its breaker reported at every scrape.
  */
 export function instrumentActivator(metrics: Metrics, inner: Activator): Activator {
@@ -42,6 +43,17 @@ export function instrumentActivator(metrics: Metrics, inner: Activator): Activat
         return answer;
       } catch (err) {
         metrics.activatorCall(name, 'status', 'error', seconds(started));
+        throw err;
+      }
+    },
+    async check(input) {
+      const started = performance.now();
+      try {
+        const state = await inner.check(input);
+        metrics.activatorCall(name, 'check', state, seconds(started));
+        return state;
+      } catch (err) {
+        metrics.activatorCall(name, 'check', 'error', seconds(started));
         throw err;
       }
     },

@@ -34,6 +34,13 @@ export interface CodeStatus {
   playerId?: string | null;
 }
 
+/**
+ * What a check (`Activator.check`) says of a code, without activating it (contract 14.4): `valid`
+ * (a redeem would activate it now), `used` (redeemed before), `invalid` (the upstream does not
+ * know it) or `unknown` (the upstream cannot tell, or did not answer).
+ */
+export type CodeCheckState = 'valid' | 'used' | 'invalid' | 'unknown';
+
 export interface Activator {
   readonly name: string;
   /**
@@ -48,4 +55,11 @@ export interface Activator {
   }): Promise<ActivationOutcome>;
   /** Asks whether a code was redeemed, to settle an unknown outcome; null when it cannot tell. */
   status(input: { mode: Mode; code: string }): Promise<CodeStatus | null>;
+  /**
+   * Asks what a redeem of the code would answer, without redeeming it: never activates,
+   * consumes, bills or counts anything. `unknown` when the upstream cannot tell or does not
+   * answer (an error, a timeout, an open circuit breaker): upstream trouble never throws.
+   * `customerId` (when known) shares capacity fairly as `activate` does; it is never sent upstream.
+   */
+  check(input: { mode: Mode; code: string; customerId?: number }): Promise<CodeCheckState>;
 }
