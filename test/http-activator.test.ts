@@ -273,7 +273,7 @@ describe('circuit breaker', () => {
     const c = code('-60');
     expect(await activate(a, c)).toEqual({ status: 'failed', unknown: false });
     expect(await a.status({ mode: 'live', code: c })).toBeNull();
-    expect(sim.stats().requests).toEqual({ activate: 3, status: 0 });
+    expect(sim.stats().requests).toEqual({ activate: 3, status: 0, check: 0 });
     expect(sim.redemption(c)).toBeUndefined();
 
     await sleep(450);

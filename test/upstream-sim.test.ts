@@ -36,6 +36,8 @@ const activate = (c: string, playerId = '5123456789') =>
   post('/v1/activate', { code: c, player_id: playerId });
 const statusOf = async (c: string) =>
   (await (await post('/v1/status', { code: c })).json()) as Record<string, unknown>;
+const checkOf = async (c: string) =>
+  (await (await post('/v1/check', { code: c })).json()) as Record<string, unknown>;
 
 describe('protocol', () => {
   test('a code ending in a catalog size activates once, then answers code_used for everyone', async () => {
@@ -95,6 +97,45 @@ describe('protocol', () => {
     });
     expect(await statusOf(c)).toEqual({ redeemed: false });
     expect(sim.redemption(c)).toBeUndefined();
+  });
+});
+
+describe('check', () => {
+  test('answers as an activation would and consumes nothing: valid, then used; invalid; FAIL unknown', async () => {
+    const [c, seeded, fail] = [code('-660'), code('-X'), code('-FAIL-60')];
+    sim.addCodes({ [seeded]: 100 });
+    const before = sim.stats();
+    expect(await checkOf(c)).toEqual({ result: 'valid' });
+    expect(await checkOf(c)).toEqual({ result: 'valid' });
+    expect(await checkOf(seeded)).toEqual({ result: 'valid' });
+    expect(await checkOf(code(''))).toEqual({ result: 'invalid' });
+    expect(await checkOf(code('-100'))).toEqual({ result: 'invalid' });
+    expect(await checkOf(fail)).toEqual({ result: 'unknown' });
+    expect(sim.redemption(c)).toBeUndefined();
+    expect(sim.stats()).toMatchObject({
+      redeemed: before.redeemed,
+      requests: { check: before.requests.check + 6, activate: before.requests.activate },
+    });
+    // Checked valid, then activated: the check took nothing away.
+    expect(await (await activate(c)).json()).toMatchObject({ result: 'activated', uc: 660 });
+    expect(await checkOf(c)).toEqual({ result: 'used' });
+    expect(await (await activate(fail)).json()).toMatchObject({ result: 'failed' });
+  });
+
+  test('a wrong key is 401 and a malformed body 400; faults apply with path check or any only', async () => {
+    const c = code('-60');
+    expect((await post('/v1/check', { code: c }, { key: 'wrong' })).status).toBe(401);
+    expect((await post('/v1/check', { code: 'x'.repeat(129) })).status).toBe(400);
+    expect((await post('/v1/check', {})).status).toBe(400);
+    sim.setFaults([{ kind: 'error', path: 'check', status: 503 }]);
+    expect((await post('/v1/check', { code: c })).status).toBe(503);
+    expect((await post('/v1/status', { code: c })).status).toBe(200);
+    expect((await activate(code('-60'))).status).toBe(200);
+    sim.setFaults([{ kind: 'error', stage: 'before' }]);
+    expect(await checkOf(c)).toEqual({ result: 'valid' });
+    sim.setFaults([{ kind: 'error', path: 'any' }]);
+    expect((await post('/v1/check', { code: c })).status).toBe(500);
+    expect((await post('/_sim/faults', { faults: [{ kind: 'hang', path: 'redeem' }] })).status).toBe(400);
   });
 });
 
@@ -275,7 +316,7 @@ describe('faults', () => {
     };
     expect(state.faults).toEqual([{ kind: 'latency', ms: 5, count: 1 }]);
     expect(state.stats).toMatchObject({
-      requests: { activate: 1, status: 1 },
+      requests: { activate: 1, status: 1, check: 0 },
       inFlight: 0,
       maxInFlight: 1,
       faults: { latency: 1, error: 0, hang: 0, reset: 0, garbage: 0 },

@@ -5,7 +5,8 @@
 // Codes it knows: the seeded ones (code → uc), and any code ending in -<catalog size>
 // (LIVE-AB12CD-660 activates with 660 UC). Codes containing FAIL answer `failed` without being
 // consumed. Anything else is `invalid_code`. Players whose id starts with 000 are not found. A code
-// redeemed once answers `code_used` ever after, for every player.
+// redeemed once answers `code_used` ever after, for every player. A check answers what a redeem
+// would, consuming nothing.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +15,9 @@ import { CATALOG_UC } from '../core/stock/catalog.ts';
 
 export type FaultKind = 'latency' | 'error' | 'hang' | 'reset' | 'garbage';
 export type FaultStage = 'before' | 'after';
-export type FaultPath = 'activate' | 'status' | 'any';
+/** The protocol's endpoints (/v1/<name>). */
+export type ProtocolPath = 'activate' | 'status' | 'check';
+export type FaultPath = ProtocolPath | 'any';
 
 /** One fault rule. A request takes every latency rule that fires and the first other rule that fires. */
 export interface FaultRule {
@@ -39,8 +42,8 @@ export interface FaultRule {
 }
 
 export interface SimStats {
-  /** Requests to /v1/activate and /v1/status that passed authentication. */
-  requests: { activate: number; status: number };
+  /** Requests to /v1/activate, /v1/status and /v1/check that passed authentication. */
+  requests: Record<ProtocolPath, number>;
   /** Requests being handled now, and the most at once since the last reset. */
   inFlight: number;
   maxInFlight: number;
@@ -106,8 +109,8 @@ export function parseFaults(input: unknown): FaultRule[] {
       throw new BadRequest(`faults[${i}].kind must be one of ${FAULT_KINDS.join(', ')}`);
     if (r.stage !== undefined && r.stage !== 'before' && r.stage !== 'after')
       throw new BadRequest(`faults[${i}].stage must be before or after`);
-    if (r.path !== undefined && !['activate', 'status', 'any'].includes(r.path as string))
-      throw new BadRequest(`faults[${i}].path must be activate, status or any`);
+    if (r.path !== undefined && !['activate', 'status', 'check', 'any'].includes(r.path as string))
+      throw new BadRequest(`faults[${i}].path must be activate, status, check or any`);
     if (r.match !== undefined && typeof r.match !== 'string')
       throw new BadRequest(`faults[${i}].match must be a string`);
     if (r.rate !== undefined && !(typeof r.rate === 'number' && r.rate >= 0 && r.rate <= 1))
@@ -185,7 +188,7 @@ const field = (body: Record<string, unknown>, name: string, pattern: RegExp) => 
 };
 
 const emptyStats = (): SimStats => ({
-  requests: { activate: 0, status: 0 },
+  requests: { activate: 0, status: 0, check: 0 },
   inFlight: 0,
   maxInFlight: 0,
   faults: { latency: 0, error: 0, hang: 0, reset: 0, garbage: 0 },
@@ -208,7 +211,7 @@ class SimState {
   }
 
   /** The latency to add before and after processing, and the one other fault to apply. */
-  pickFaults(path: 'activate' | 'status', code: string) {
+  pickFaults(path: ProtocolPath, code: string) {
     let before = 0;
     let after = 0;
     let action: FaultRule | undefined;
@@ -238,6 +241,13 @@ class SimState {
     this.redeemed.set(code, { playerId, activationId, uc });
     this.stats.redeemed = this.redeemed.size;
     return { result: 'activated', uc, activation_id: activationId, nickname: `Player${playerId.slice(-4)}` };
+  }
+
+  /** What activate would answer, consumed nothing: a FAIL code cannot be told (no player here). */
+  check(code: string): Record<string, unknown> {
+    if (code.includes('FAIL')) return { result: 'unknown' };
+    if (this.redeemed.has(code)) return { result: 'used' };
+    return { result: ucOf(code, this.seeded) === null ? 'invalid' : 'valid' };
   }
 
   status(code: string): Record<string, unknown> {
@@ -274,12 +284,7 @@ class SimState {
   }
 }
 
-async function handleProtocol(
-  sim: SimState,
-  path: 'activate' | 'status',
-  req: IncomingMessage,
-  res: ServerResponse,
-) {
+async function handleProtocol(sim: SimState, path: ProtocolPath, req: IncomingMessage, res: ServerResponse) {
   sim.stats.requests[path] += 1;
   const body = await readJson(req);
   const code = field(body, 'code', /^[\x21-\x7e]{1,128}$/);
@@ -287,7 +292,7 @@ async function handleProtocol(
   const { before, after, action } = sim.pickFaults(path, code);
   if (before) await sleep(before);
   if (action && (action.stage ?? 'after') === 'before' && applyFault(action, req, res)) return;
-  const answer = path === 'activate' ? sim.activate(code, playerId) : sim.status(code);
+  const answer = path === 'activate' ? sim.activate(code, playerId) : sim[path](code);
   if (after) await sleep(after);
   if (action && (action.stage ?? 'after') === 'after' && applyFault(action, req, res)) return;
   send(res, 200, answer);
@@ -317,9 +322,9 @@ async function handleAdmin(sim: SimState, path: string, req: IncomingMessage, re
   return send(res, 404, { error: 'not_found' });
 }
 
-function routeOf(path: string): 'activate' | 'status' | 'admin' | null {
-  if (path === '/v1/activate') return 'activate';
-  if (path === '/v1/status') return 'status';
+function routeOf(path: string): ProtocolPath | 'admin' | null {
+  if (path === '/v1/activate' || path === '/v1/status' || path === '/v1/check')
+    return path.slice(4) as ProtocolPath;
   return path.startsWith('/_sim/') ? 'admin' : null;
 }
 
