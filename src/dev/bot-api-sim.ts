@@ -189,12 +189,12 @@ function createPeople(world: World, preCheckoutTimeoutMs: number): People {
     opts?.chat ?? { id: from.id, type: 'private' };
 
   return {
-    sendText(from, text, opts) {
+    async sendText(from, text, opts) {
       if (text === '') throw new Error('sendText: Telegram has no empty messages');
       const entities = commandEntities(text);
       return post(from, chatOf(from, opts), { text, extra: entities.length ? { entities } : {} });
     },
-    sendDocument(from, doc, opts) {
+    async sendDocument(from, doc, opts) {
       const content = typeof doc.content === 'string' ? Buffer.from(doc.content) : doc.content;
       const ext = /\.([A-Za-z0-9]+)$/.exec(doc.fileName)?.[1]?.toLowerCase() ?? '';
       const file = world.addFile(
@@ -215,7 +215,7 @@ function createPeople(world: World, preCheckoutTimeoutMs: number): People {
         extra: { document, ...(entities.length ? { caption_entities: entities } : {}) },
       });
     },
-    press(from, message, callbackData, opts) {
+    async press(from, message, callbackData, opts) {
       const m = pressable(world, message, callbackData, opts?.stale ?? false);
       const id = nextQueryId();
       world.callbackQueries.set(id, { answered: false });
@@ -228,7 +228,7 @@ function createPeople(world: World, preCheckoutTimeoutMs: number): People {
           data: callbackData,
         },
       });
-      return Promise.resolve({ updateId, callbackQueryId: id });
+      return { updateId, callbackQueryId: id };
     },
     pushUpdate: (update) => world.push(recordRaw(world, update)),
     redeliver: (updateId) => world.redeliver(updateId),
