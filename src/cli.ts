@@ -1,4 +1,4 @@
-// The `redeem-gateway` command: serve, migrate, admin …, upstream-sim
+// The `redeem-gateway` command: serve, migrate, admin …, upstream-sim, bot-sim
 
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
@@ -17,6 +17,8 @@ Commands:
                         fill a new, empty data directory from a backup
   encryption new-key    prepend a new key to the embedded database's key file (then rotate)
   upstream-sim          run the upstream protocol simulator (redeem-gateway upstream-sim --help)
+  bot-sim               a local stand-in for Telegram's Bot API and a chat in the terminal
+                        (redeem-gateway bot-sim --help)
 
 Environment (defaults in brackets):
   HOST, PORT                    public API listener [127.0.0.1, 8080]
@@ -142,6 +144,11 @@ async function main(argv: string[]): Promise<void> {
     case 'upstream-sim': {
       const { runUpstreamSim } = await import('./cli/upstream-sim.ts');
       await runUpstreamSim(rest);
+      return;
+    }
+    case 'bot-sim': {
+      const { runBotSim } = await import('./cli/bot-sim.ts');
+      await runBotSim(rest);
       return;
     }
     case undefined:
