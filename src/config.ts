@@ -253,6 +253,31 @@ const schema = z
     ENCRYPTION_ROTATION_PAUSE_MS: optionalString.transform((v, ctx) =>
       millis(v, 20, 'ENCRYPTION_ROTATION_PAUSE_MS', ctx),
     ),
+    // The chat bot (contract 14.1); off while BOT_TOKEN is unset.
+    BOT_TOKEN: optionalString.refine((v) => v === undefined || /^\d{1,20}:[A-Za-z0-9_-]{20,100}$/.test(v), {
+      message: "BOT_TOKEN must be Telegram's <digits>:<secret> form (as BotFather gives it)",
+    }),
+    BOT_API_ROOT: optionalString
+      .transform((v) => (v ?? 'https://api.telegram.org').replace(/\/+$/, ''))
+      .refine((v) => /^https?:\/\/[^/]+/.test(v), {
+        message: 'BOT_API_ROOT must be an http:// or https:// URL',
+      }),
+    BOT_UPDATES: optionalString
+      .transform((v) => v ?? 'polling')
+      .pipe(z.enum(['polling', 'webhook'], { message: 'BOT_UPDATES must be polling or webhook' })),
+    BOT_WEBHOOK_SECRET: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v), {
+      message: 'BOT_WEBHOOK_SECRET must be 16 to 256 characters of A-Z, a-z, 0-9, _ and -',
+    }),
+    BOT_WEBHOOK_URL: optionalString.refine((v) => v === undefined || /^https:\/\/[^/]/.test(v), {
+      message: 'BOT_WEBHOOK_URL must be an https:// URL',
+    }),
+    BOT_CHECKS_PER_DAY: optionalString.transform((v, ctx) => positiveInt(v, 500, 'BOT_CHECKS_PER_DAY', ctx)),
+    BOT_PAYMENT_PROVIDER_TOKEN: optionalString,
+    BOT_PAYMENT_CURRENCY: optionalString
+      .transform((v) => v ?? 'USD')
+      .refine((v) => /^[A-Z]{3}$/.test(v), {
+        message: 'BOT_PAYMENT_CURRENCY must be a 3-letter currency code',
+      }),
     LOG_LEVEL: optionalString
       .transform((v) => v ?? 'info')
       .pipe(
@@ -304,6 +329,14 @@ const schema = z
         path: ['DATABASE_POOL_MODE'],
         message:
           'DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler) and DATABASE_DIRECT_URL (PostgreSQL itself, for migrations and LISTEN)',
+      });
+    }
+    if (c.BOT_TOKEN && c.BOT_UPDATES === 'webhook' && !c.BOT_WEBHOOK_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BOT_WEBHOOK_SECRET'],
+        message:
+          'BOT_WEBHOOK_SECRET is required with BOT_UPDATES=webhook (16+ characters of A-Z, a-z, 0-9, _ and -)',
       });
     }
     if (c.DATABASE_URL && !c.CODE_ENCRYPTION_KEY) {

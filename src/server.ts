@@ -3,6 +3,7 @@
 import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { type RunningBot, startBot } from './bot/index.ts';
 import type { Config } from './config.ts';
 import { type Clock, systemClock } from './core/clock.ts';
 import { checkKeyringCoversRows } from './core/crypto/rotation.ts';
@@ -62,6 +63,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let workers: Workers | undefined;
   let apps: FastifyInstance[] = [];
   let activators: Activators | undefined;
+  let bot: RunningBot | undefined;
   try {
     // Every stored ciphertext must name a key of the ring, or the start stops naming the key id.
     await checkKeyringCoversRows(db, codeKey);
@@ -83,6 +85,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     };
     const demo = db.kind === 'pglite' ? await seedDemo(db, clock, codeKey) : null;
     workers = await startWorkers(ctx, config);
+    // The chat bot (contract 14), when BOT_TOKEN is set: its updates act through the same core.
+    bot = await startBot(ctx);
+    ctx.bot = bot?.door;
     const publicApp = await buildPublicApp(ctx, registerPublicRoutes);
     const adminApp = await buildAdminApp(ctx, registerAdminRoutes);
     apps = [publicApp, adminApp];
@@ -99,7 +104,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     if (opts.announce)
       announce({ publicUrl, adminUrl, demo, dataDir, tokenFromEnv: Boolean(config.ADMIN_TOKEN), db });
     let stopping: Promise<void> | undefined;
-    const parts = { apps, draining, workers, activators, db, dirLock, logger };
+    const parts = { apps, draining, workers, activators, bot, db, dirLock, logger };
     return {
       ctx,
       publicApp,
@@ -113,6 +118,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     };
   } catch (err) {
     await Promise.allSettled([
+      bot?.stop(),
       workers?.stopLoops(),
       ...apps.map((a) => a.close()),
       workers?.stopJobs(0),
@@ -138,6 +144,7 @@ async function stopGracefully(
     draining: Draining[];
     workers: Workers;
     activators: Activators;
+    bot: RunningBot | undefined;
     db: Database;
     dirLock: DataDirLock | undefined;
     logger: Logger;
@@ -153,6 +160,7 @@ async function stopGracefully(
   const [stillRunning] = await Promise.all([
     p.workers.stopJobs(left()),
     p.workers.stopLoops(),
+    p.bot?.stop(),
     withDeadline(Promise.all(p.draining.map((d) => d.idle())), left()),
   ]);
   const unanswered = p.draining.reduce((n, d) => n + d.inFlight(), 0);

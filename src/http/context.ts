@@ -4,4 +4,12 @@ import type { Config } from '../config.ts';
 import type { AppContext } from '../core/context.ts';
 import type { Metrics } from '../metrics/registry.ts';
 
-export type ServerContext = AppContext<Config, Metrics>;
+/** The chat bot as the HTTP apps see it (src/bot/ fills it when BOT_TOKEN is set). */
+export interface BotDoor {
+  readonly username: string;
+  readonly updates: 'polling' | 'webhook';
+  /** Acts on one update delivered to POST /bot/updates (at most once, by its update_id). */
+  handleUpdate(update: unknown): Promise<void>;
+}
+
+export type ServerContext = AppContext<Config, Metrics> & { bot?: BotDoor };

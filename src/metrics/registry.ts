@@ -10,6 +10,7 @@ import type { BreakerState } from '../activators/circuit-breaker.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
+import { type BotMetrics, registerBotMetrics } from './bot-metrics.ts';
 import { registerEncryptionMetrics } from './encryption-metrics.ts';
 import { registerWebhookGauges } from './webhook-gauges.ts';
 
@@ -53,6 +54,8 @@ export interface Metrics extends CoreMetrics {
   ): void;
   /** Reports an activator's circuit breaker at every scrape. */
   watchBreaker(activator: string, state: () => BreakerState): void;
+  /** The chat bot's updates, replies and Bot API errors (bot-metrics.ts). */
+  readonly bot: BotMetrics;
 }
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -98,8 +101,11 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   registerDatabaseSeries(registers, opts.db);
   registerEncryptionMetrics(registers, opts.db, PREFIX);
 
+  const bot = registerBotMetrics(registers, PREFIX);
+
   return {
     registry,
+    bot,
     observeRequest(listener, method, route, status, seconds) {
       const labels = { listener, method, route, status: String(status) };
       httpRequests.inc(labels);

@@ -264,6 +264,11 @@ export const JobView: JsonSchema = {
     player_id: PLAYER_ID,
     source: { type: 'string', enum: ['codes', 'stock'] },
     reference: { type: ['string', 'null'], maxLength: 128 },
+    channel: {
+      type: 'string',
+      enum: ['api', 'bot'],
+      description: '`bot`: a manual redeem from the chat bot (not billed, no webhook event).',
+    },
     progress: {
       type: 'object',
       required: ['total', 'done'],

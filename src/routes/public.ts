@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../http/context.ts';
 import type { KeyChecks } from '../http/key-checks.ts';
+import { registerBotUpdateRoutes } from './bot-updates.ts';
 import { registerDocsRoutes } from './docs.ts';
 import { registerEventRoutes } from './events.ts';
 import { registerHealthRoutes } from './health.ts';
@@ -22,6 +23,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: ServerContext, k
   registerWebhookRoutes(app, ctx);
   registerEventRoutes(app, ctx);
   registerStatementRoutes(app, ctx);
+  registerBotUpdateRoutes(app, ctx);
   // The API reference (contract 12.9): the OpenAPI document and its HTML rendering, no key.
   registerOpenApiRoutes(app);
   registerDocsRoutes(app);

@@ -20,6 +20,10 @@ const ACTIONS = [
   'operator.create',
   'operator.revoke',
   'encryption.rotate',
+  'bot.link',
+  'bot.bind',
+  'bot.unbind',
+  'topup.reject',
 ];
 
 /** The target as a link where the console has a page for it. */

@@ -41,7 +41,7 @@ const KID_INFO = 'redeem-gateway key id v2';
 
 /** Where a code ciphertext lives: its table, owner and lookup hash (the associated data). */
 export interface CodeBinding {
-  table: 'stock_codes' | 'job_codes';
+  table: 'stock_codes' | 'job_codes' | 'bot_redeems';
   customerId: number;
   mode: string;
   codeHash: string;

@@ -36,6 +36,7 @@ export async function adminJobView(db: Queryable, jobId: string, requestId: stri
       player_id: job.playerId,
       source: job.source,
       reference: job.reference,
+      channel: job.channel,
       created_at: iso(job.createdAt),
       started_at: iso(job.startedAt),
       finished_at: iso(job.finishedAt),

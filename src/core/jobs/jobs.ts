@@ -38,7 +38,11 @@ export interface JobRow {
   error: Record<string, unknown> | null;
   /** The request that created the job (async jobs answer with it). */
   requestId: string | null;
+  /** `bot`: a manual redeem from the chat (contract 14.4): nothing held or billed, no webhook. */
+  channel: JobChannel;
 }
+
+export type JobChannel = 'api' | 'bot';
 
 export interface JobCodeRow {
   position: number;
@@ -67,7 +71,7 @@ const jobColumns = (a: string) => `${a}.id, ${a}.customer_id as "customerId", ${
   ${a}.idempotency_key as "idempotencyKey", ${a}.is_async as "isAsync", ${a}.status, ${a}.source,
   ${a}.player_id as "playerId", ${a}.reference, ${a}.total, ${a}.lease_owner as "leaseOwner",
   ${a}.lease_expires_at as "leaseExpiresAt", ${a}.created_at as "createdAt", ${a}.started_at as "startedAt",
-  ${a}.finished_at as "finishedAt", ${a}.error, ${a}.request_id as "requestId"`;
+  ${a}.finished_at as "finishedAt", ${a}.error, ${a}.request_id as "requestId", ${a}.channel`;
 const JOB_COLUMNS = jobColumns('jobs');
 
 const CODE_COLUMNS = `position, code_hash as "codeHash", code_encrypted as "codeEncrypted",

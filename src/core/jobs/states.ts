@@ -57,6 +57,10 @@ export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
          from waiting w,
               lateral (select id, created_at from jobs
                         where status = 'queued' and mode = w.mode and customer_id = w.customer_id
+                          -- One bot redeem per customer and mode at a time (contract 14.4).
+                          and (channel = 'api' or not exists (
+                                select 1 from jobs r where r.customer_id = w.customer_id and r.mode = w.mode
+                                   and r.channel = 'bot' and r.status = 'running'))
                         order by created_at, id limit 1) oldest
      ),
      ranked as (

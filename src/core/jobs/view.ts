@@ -38,6 +38,8 @@ export function jobView(job: JobRow, rows: JobCodeRow[], codeKey: Buffer, reques
     player_id: job.playerId,
     source: job.source,
     reference: job.reference,
+    // Only a bot redeem says where it came from (contract 14.4); an API job's body is as section 4 shows it.
+    ...(job.channel === 'bot' ? { channel: 'bot' as const } : {}),
     progress: { total: job.total, done: rows.filter((r) => r.state === 'done').length },
     result: job.status === 'completed' ? jobResultBody(job, rows, codeKey) : null,
     error: job.status === 'failed' || job.status === 'interrupted' ? jobErrorBody(job, rows, codeKey) : null,

@@ -25,6 +25,10 @@ export const AUDIT_ACTIONS = [
   'operator.create',
   'operator.revoke',
   'encryption.rotate',
+  'bot.link',
+  'bot.bind',
+  'bot.unbind',
+  'topup.reject',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

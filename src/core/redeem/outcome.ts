@@ -63,13 +63,14 @@ interface OutcomeRow {
 }
 
 /** How an outcome is recorded: its error code, disposition, billing and stock state. */
-function columnsOf(status: ActivationStatus, unknown: boolean, source: JobRow['source']) {
-  const disposition: Disposition = dispositionOf(status, unknown, source);
+function columnsOf(status: ActivationStatus, unknown: boolean, job: Pick<JobRow, 'source' | 'channel'>) {
+  const disposition: Disposition = dispositionOf(status, unknown, job.source);
   return {
     status,
     errorCode: ERROR_CODE_OF[status],
     disposition,
-    billed: BILLED_STATUSES.has(status),
+    // A bot redeem is outside the API quota (contract 14.4): no outcome of it is billed.
+    billed: job.channel === 'api' && BILLED_STATUSES.has(status),
     stockState: STOCK_STATE_OF[disposition],
   };
 }
@@ -83,16 +84,16 @@ function columnsOf(status: ActivationStatus, unknown: boolean, source: JobRow['s
  */
 export async function recordOutcome(
   deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
-  job: Pick<JobRow, 'id' | 'source' | 'mode' | 'customerId'>,
+  job: Pick<JobRow, 'id' | 'source' | 'mode' | 'customerId' | 'channel'>,
   row: Pick<JobCodeRow, 'position'>,
   outcome: Outcome,
   fromState: 'pending' | 'sending',
   finish: FinishWith | null = null,
 ): Promise<Recorded | null> {
-  const given = columnsOf(outcome.status, outcome.unknown === true, job.source);
+  const given = columnsOf(outcome.status, outcome.unknown === true, job);
   const memory = outcome.memory ?? null;
   // What a remembered code is recorded as instead (contract section 9: used before).
-  const used = columnsOf('code_used', false, job.source);
+  const used = columnsOf('code_used', false, job);
   const now = deps.clock.now();
   const sync = finish !== null && 'requestId' in finish ? finish : null;
   // Rolled back whole to break a lock cycle: run again (the code's state guards it, never twice).

@@ -43,7 +43,7 @@ export interface CodeToRun {
 /** What a run needs to know of its job. */
 export type RunningJob = Pick<
   JobRow,
-  'id' | 'customerId' | 'mode' | 'playerId' | 'source' | 'isAsync' | 'leaseExpiresAt'
+  'id' | 'customerId' | 'mode' | 'playerId' | 'source' | 'isAsync' | 'leaseExpiresAt' | 'channel'
 >;
 
 /**

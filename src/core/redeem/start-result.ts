@@ -126,6 +126,7 @@ export function startResult(
         source: req.source,
         isAsync: req.async,
         leaseExpiresAt: req.async ? null : new Date(now.getTime() + LEASE_MS),
+        channel: 'api',
       };
       return { kind: 'started', jobId: row.job_id, job, todo, answer };
     }

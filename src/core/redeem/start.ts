@@ -247,7 +247,7 @@ async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Pro
 }
 
 /** A code as redeem_create_job inserts it: hashed, encrypted for job_codes, its last 4. */
-function codeParam(deps: RedeemDeps, caller: Caller, c: NewCode) {
+export function codeParam(deps: Pick<RedeemDeps, 'codeKey'>, caller: Caller, c: NewCode) {
   const hash = codeHash(deps.codeKey, c.code);
   return {
     position: c.position,
@@ -296,9 +296,28 @@ async function codesToAttempt(
     }
     return picks.length ? placed(await reserve(picks), positions) : [];
   }
+  return drawStock(tx, deps, caller, req, jobId);
+}
+
+/** Reserves fresh stock for a new job's packs or uc (the chooser's draw); null when stock runs short. */
+export async function drawStock(
+  tx: Queryable,
+  deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
+  caller: Caller,
+  req: { packs: { category: string; count: number }[] } | { uc: number },
+  jobId: string,
+): Promise<NewCode[] | null> {
   const drawn =
     'packs' in req
-      ? await reserve(req.packs)
+      ? await reserveStock(tx, deps.codeKey, { ...caller, picks: req.packs, reservedBy: jobId }, deps.clock)
       : await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock);
-  return placed(drawn, drawn ? drawn.map((_, i) => i) : []);
+  return (
+    drawn?.map((c, position) => ({
+      position,
+      code: c.code,
+      stockId: c.stockId,
+      category: c.category,
+      uc: c.uc,
+    })) ?? null
+  );
 }

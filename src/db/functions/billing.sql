@@ -143,6 +143,11 @@ begin
     if not exists (select 1 from jobs where id = p_job) then
       raise exception 'job % not found', p_job;
     end if;
+    -- A bot redeem holds and bills nothing (contract 14.4): its outcomes are recorded unbilled,
+    -- and this guard keeps it so should one ever be recorded as billed.
+    if exists (select 1 from jobs where id = p_job and channel = 'bot') then
+      return 0;
+    end if;
     raise exception 'job % has no open hold to capture', p_job;
   end if;
   -- A $0 request moves no money: no balance update, no ledger row of 0.
@@ -164,12 +169,16 @@ declare
   v_from_wallet boolean;
   v_done boolean;
 begin
-  select customer_id, mode, hold_day, rate_micros,
+  select customer_id, mode, hold_day, rate_micros, channel,
          hold_included - captured_included - released_included as open_included,
          hold_wallet - captured_wallet - released_wallet as open_wallet
     into j from jobs where id = p_job for update;
   if not found then
     raise exception 'job % not found', p_job;
+  end if;
+  -- A bot redeem held nothing (contract 14.4): nothing to give back.
+  if j.channel = 'bot' then
+    return;
   end if;
   v_from_wallet := j.open_wallet > 0;
   if not v_from_wallet and j.open_included <= 0 then
@@ -212,7 +221,7 @@ declare
   v_entry bigint;
   v_moved integer;
 begin
-  select customer_id, mode, hold_day, rate_micros, request_id into j from jobs where id = p_job;
+  select customer_id, mode, hold_day, rate_micros, request_id, channel into j from jobs where id = p_job;
   if not found then
     return null;
   end if;
@@ -229,7 +238,8 @@ begin
     v_moved := stock_set_state(array[v_stock], case when p_settlement = 'used' then 'deleted' else 'available' end,
                                p_now);
   end if;
-  if p_settlement = 'used' then
+  -- A bot redeem's code is settled in stock like any other, and billed never (contract 14.4).
+  if p_settlement = 'used' and j.channel = 'api' then
     select coalesce(p.daily_limit is not null and coalesce(u.used, 0) - coalesce(u.overage, 0) < p.daily_limit, false)
       into v_included
       from (select 1) one

@@ -14,6 +14,10 @@
 drop function if exists redeem_record_outcome(text, integer, text, text, text, text, boolean, text, integer,
   timestamptz, timestamptz, text, boolean, text, text, bigint, text, date, text);
 
+-- redeem_create_job took 18 arguments before the bot's channel (contract 14.4).
+drop function if exists redeem_create_job(text, bigint, text, timestamptz, date, text, text, text, boolean, text, text,
+  text, text, text, timestamptz, timestamptz, integer, jsonb);
+
 -- Phase 1, first half (steps 10 of contract section 3, after authentication and the burst
 -- limit): re-checks a cached key ({"kind": "recheck"} when it was revoked, expired or its customer
 -- disabled: the caller authenticates it again for the contract's answer), takes a burst slot
@@ -87,7 +91,7 @@ create or replace function redeem_create_job(
   p_job text, p_customer bigint, p_mode text, p_now timestamptz, p_day date, p_idempotency_key text,
   p_fingerprint text, p_request_id text, p_is_async boolean, p_source text, p_player_id text, p_reference text,
   p_previous text, p_owner text, p_lease_until timestamptz, p_expires_at timestamptz, p_sending integer,
-  p_codes jsonb) returns jsonb
+  p_codes jsonb, p_channel text default 'api') returns jsonb
 language plpgsql as $$
 declare
   v_job text := p_job;
@@ -117,7 +121,8 @@ begin
        select 1 from job_codes d where d.job_id = v_previous and d.position = (e->>'position')::integer and d.state = 'done');
   end if;
   v_todo := jsonb_array_length(v_todo_codes);
-  if v_todo > 0 then
+  -- A bot redeem (contract 14.4) is outside the API quota: no plan needed, nothing held.
+  if v_todo > 0 and p_channel = 'api' then
     v_hold := billing_hold(v_customer, v_mode, v_now, p_day, v_todo);
     if v_hold ? 'refusal' then
       return v_hold;
@@ -130,13 +135,13 @@ begin
   end if;
   insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, reference, total,
                     hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at,
-                    started_at, request_id)
+                    started_at, request_id, channel)
   values (v_job, v_customer, v_mode, p_idempotency_key, v_async, case when v_async then 'queued' else 'running' end,
           p_source, p_player_id, p_reference, v_reused + v_todo,
           (v_hold->>'day')::date, (v_hold->>'rate')::bigint, (v_hold->>'included')::integer, (v_hold->>'wallet')::integer,
           case when v_async then null else p_owner end,
           case when v_async then null else p_lease_until end,
-          v_now, case when v_async then null else v_now end, p_request_id);
+          v_now, case when v_async then null else v_now end, p_request_id, p_channel);
   if v_previous is not null then
     insert into job_codes (job_id, position, code_hash, code_encrypted, code_length, last4, stock_id, category, uc,
                            state, status, error_code, disposition, billed, reused, finished_at)
@@ -165,6 +170,11 @@ begin
     values (v_job, (c->>'position')::integer, c->>'hash', c->>'encrypted', c->>'last4', (c->>'stock_id')::bigint,
             c->>'category', (c->>'uc')::integer, 'pending');
   end loop;
+  -- A bot redeem has no Idempotency-Key: its confirmation (bot_redeems) runs it once.
+  if p_channel = 'bot' then
+    return jsonb_build_object('kind', 'started', 'job_id', v_job, 'todo', to_jsonb(v_todo_positions),
+                              'sending', to_jsonb(v_sending));
+  end if;
   -- An expired key (older than 24 hours) is replaced as if it were absent.
   insert into idempotency_keys (customer_id, mode, key, fingerprint, state, job_id, created_at, expires_at,
                                 response_status, response_request_id)

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SessionStore } from '../../console/session.ts';
 import type { ServerContext } from '../../http/context.ts';
 import { registerAdminBackupRoute } from './backup.ts';
+import { registerAdminBotRoutes } from './bot.ts';
 import { registerConsoleRoutes } from './console.ts';
 import { registerAdminCustomerRoutes } from './customers.ts';
 import { registerAdminEncryptionRoutes } from './encryption.ts';
@@ -34,5 +35,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminStatementRoutes(app, ctx);
   registerAdminBackupRoute(app, ctx);
   registerAdminEncryptionRoutes(app, ctx);
+  registerAdminBotRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }

@@ -1,0 +1,139 @@
+// /addstock <category> (contract 14.4): codes in the same message, or in a .txt/.csv document of
+// up to 4 MiB whose caption is the command, imported into the person's mode with the admin
+// import's rules (the same core call, audited as telegram:<id>), in the update's own transaction.
+// The message or document that held the codes is deleted from the chat afterwards; the reply and
+// the log hold counts only.
+import type { Bot } from 'grammy';
+import { telegramActor } from '../../core/bot/links.ts';
+import { CATEGORIES } from '../../core/stock/catalog.ts';
+import { importStockIn } from '../../core/stock/stock-changes.ts';
+import { actOnce, type BotContext, personOf } from '../context.ts';
+import { badInput, inMode, labelled } from '../replies.ts';
+
+export const MAX_BOT_IMPORT_CODES = 8000;
+export const MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
+const EXAMPLE = '/addstock 660 CODE1 CODE2 (or a .txt/.csv file with the caption /addstock 660)';
+
+/** Codes in a message's text: one per line, or separated by spaces or commas. */
+export function codesInText(text: string): string[] {
+  return text.split(/[\s,;]+/).filter(Boolean);
+}
+
+/** Codes in a .txt/.csv file: one per line, the first column; a header `code` is skipped. */
+export function codesInFile(text: string): string[] {
+  const codes = text
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .map((line) => (line.split(/[,;\t]/)[0] ?? '').trim().replace(/^"(.*)"$/, '$1'))
+    .filter(Boolean);
+  if (codes.length > 0 && /^codes?$/i.test(codes[0]!)) codes.shift();
+  return codes;
+}
+
+export function registerAddStock(bot: Bot<BotContext>) {
+  bot.command('addstock', (c) => addStock(c, c.match, null));
+  bot.on('message:document', async (c, next) => {
+    const caption = c.message.caption ?? '';
+    const m = /^\/addstock(?:@\w+)?(?:\s+([\s\S]*))?$/.exec(caption.trim());
+    if (!m) return next();
+    await addStock(c, m[1] ?? '', c.message.document);
+  });
+}
+
+async function addStock(
+  c: BotContext,
+  args: string,
+  document: { file_id: string; file_name?: string; file_size?: number } | null,
+) {
+  const person = personOf(c);
+  const chatId = c.chat!.id;
+  const messageId = c.message!.message_id;
+  const [category = '', ...rest] = args.trim().split(/\s+/);
+  let holdsCodes = document !== null || rest.length > 0;
+  const refuse = async (line: string) => {
+    if ((await actOnce(c, 'addstock', async () => true)) === null) return;
+    if (holdsCodes) await c.api.deleteMessage(chatId, messageId).catch(() => undefined);
+    await c.reply(line);
+  };
+  if (!CATEGORIES.includes(category))
+    return refuse(
+      badInput(`unknown category "${category.slice(0, 12)}" (one of ${CATEGORIES.join(', ')})`, EXAMPLE),
+    );
+  let codes: string[];
+  if (document) {
+    const name = document.file_name ?? '';
+    if (!/\.(txt|csv)$/i.test(name)) return refuse(badInput('the file must be a .txt or .csv file', EXAMPLE));
+    if ((document.file_size ?? 0) > MAX_DOCUMENT_BYTES)
+      return refuse('The file is over 4 MiB: split it and send the parts.');
+    const text = await downloadFile(c, document.file_id);
+    if (text === null) return refuse('The file could not be read from Telegram; send it again.');
+    codes = codesInFile(text);
+  } else {
+    codes = codesInText(args.trim().slice(category.length));
+  }
+  holdsCodes ||= codes.length > 0;
+  if (codes.length === 0) return refuse(badInput('no codes given', EXAMPLE));
+  if (codes.length > MAX_BOT_IMPORT_CODES)
+    return refuse(
+      `Too many codes (${codes.length}): at most ${MAX_BOT_IMPORT_CODES} per import; split them.`,
+    );
+  const result = await actOnce(c, 'addstock', (tx) =>
+    importStockIn(tx, c.app, telegramActor(person.telegramUserId, c.requestId), {
+      customerId: person.customerId,
+      mode: person.mode,
+      category,
+      codes,
+    }),
+  );
+  if (!result) return;
+  c.app.logger.info(
+    {
+      customerId: person.customerId,
+      mode: person.mode,
+      category,
+      added: result.added,
+      duplicates: result.duplicates,
+      rejected: result.rejected,
+    },
+    'bot stock import',
+  );
+  await c.api
+    .deleteMessage(chatId, messageId)
+    .catch((err: unknown) => c.app.logger.warn({ err }, 'could not delete the stock import message'));
+  await c.reply(
+    inMode(
+      person.mode,
+      `stock import into ${category}`,
+      labelled([
+        ['added', result.added],
+        ['duplicates', result.duplicates],
+        ['rejected', result.rejected],
+      ]),
+    ),
+  );
+}
+
+/** The document's text, fetched from the Bot API's file endpoint (at most 4 MiB); null on failure. */
+async function downloadFile(c: BotContext, fileId: string): Promise<string | null> {
+  try {
+    const file = await c.api.getFile(fileId);
+    if (!file.file_path || (file.file_size ?? 0) > MAX_DOCUMENT_BYTES) return null;
+    const { BOT_API_ROOT, BOT_TOKEN } = c.app.config;
+    const res = await fetch(`${BOT_API_ROOT}/file/bot${BOT_TOKEN}/${file.file_path}`, {
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (!res.ok || !res.body) return null;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += chunk.length;
+      if (size > MAX_DOCUMENT_BYTES) return null;
+      chunks.push(Buffer.from(chunk));
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } catch (err) {
+    // The URL holds the token: log the error's kind, never the URL.
+    c.app.logger.warn({ errName: (err as Error)?.name }, 'bot document download failed');
+    return null;
+  }
+}

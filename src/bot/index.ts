@@ -1,0 +1,125 @@
+// The chat bot of the process (contract 14), on when BOT_TOKEN is set: grammY against
+// BOT_API_ROOT, its calls retried with backoff (honouring a 429's retry_after) and throttled to
+// Telegram's limits, the gate and the commands, updates by long polling (one poller across
+// processes) or at POST /bot/updates, and the loop that reports manual redeems to their chats.
+import { autoRetry } from '@grammyjs/auto-retry';
+import { apiThrottler } from '@grammyjs/transformer-throttler';
+import { Bot, type Transformer } from 'grammy';
+import type { Update } from 'grammy/types';
+import { type BackgroundLoop, startBackgroundLoop } from '../core/background-loop.ts';
+import { isConnectionError } from '../db/database.ts';
+import type { BotDoor, ServerContext } from '../http/context.ts';
+import { registerAccountCommands } from './commands/account.ts';
+import { registerAddStock } from './commands/addstock.ts';
+import { registerCheck } from './commands/check.ts';
+import { registerRedeem } from './commands/redeem.ts';
+import { actOnce, type BotContext } from './context.ts';
+import { gate } from './gate.ts';
+import { ALLOWED_UPDATES, type Poller, startPolling } from './polling.ts';
+import { errorInfo, reportProgress } from './progress.ts';
+import { HELP_LINE } from './replies.ts';
+
+export interface RunningBot {
+  door: BotDoor;
+  poller: Poller | null;
+  stop(): Promise<void>;
+}
+
+const REPLY_METHODS = new Set(['sendMessage', 'editMessageText', 'sendInvoice', 'deleteMessage']);
+
+/** Counts replies and the calls that failed after their retries (the outermost transformer). */
+function counted(app: ServerContext): Transformer {
+  return async (prev, method, payload, signal) => {
+    try {
+      const res = await prev(method, payload, signal);
+      if (!res.ok) app.metrics.bot.apiError(method, res.error_code);
+      else if (REPLY_METHODS.has(method)) app.metrics.bot.reply(method);
+      return res;
+    } catch (err) {
+      app.metrics.bot.apiError(method, 0);
+      throw err;
+    }
+  };
+}
+
+export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
+  const bot = new Bot<BotContext>(token, { client: { apiRoot: app.config.BOT_API_ROOT } });
+  bot.api.config.use(apiThrottler());
+  bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 120 }));
+  bot.api.config.use(counted(app));
+  bot.use(gate(app));
+  registerAccountCommands(bot);
+  registerAddStock(bot);
+  registerCheck(bot);
+  registerRedeem(bot);
+  // Any other text (or an unknown command) gets the help line.
+  bot.on('message', async (c) => {
+    if ((await actOnce(c, 'other', async () => true)) !== null) await c.reply(HELP_LINE);
+  });
+  return bot;
+}
+
+export async function startBot(app: ServerContext): Promise<RunningBot | undefined> {
+  const config = app.config;
+  if (!config.BOT_TOKEN) return undefined;
+  const bot = buildBot(app, config.BOT_TOKEN);
+  try {
+    await bot.init();
+  } catch (err) {
+    throw new Error(
+      `the chat bot could not reach the Bot API at ${config.BOT_API_ROOT} (getMe: ${errorInfo(err).description ?? errorInfo(err).name})`,
+    );
+  }
+  const handleUpdate = async (update: Update) => {
+    try {
+      await bot.handleUpdate(update);
+    } catch (err) {
+      const cause = (err as { error?: unknown }).error ?? err;
+      app.logger.error(
+        { err: errorInfo(cause), kind: Object.keys(update).find((k) => k !== 'update_id') },
+        'bot: an update failed',
+      );
+      const chatId = update.message?.chat.id ?? update.callback_query?.message?.chat.id;
+      if (
+        chatId !== undefined &&
+        (update.message?.chat.type ?? update.callback_query?.message?.chat.type) === 'private'
+      )
+        await bot.api
+          .sendMessage(
+            chatId,
+            isConnectionError(cause)
+              ? 'The service is briefly unavailable; nothing was done. Try again in a minute.'
+              : 'Something went wrong; nothing was done. Try again, or ask your operator.',
+          )
+          .catch(() => undefined);
+    }
+  };
+  let poller: Poller | null = null;
+  if (config.BOT_UPDATES === 'webhook') {
+    if (config.BOT_WEBHOOK_URL)
+      await bot.api.setWebhook(config.BOT_WEBHOOK_URL, {
+        secret_token: config.BOT_WEBHOOK_SECRET,
+        allowed_updates: [...ALLOWED_UPDATES],
+      });
+  } else {
+    poller = startPolling(app, bot.api, handleUpdate);
+  }
+  const progress: BackgroundLoop = startBackgroundLoop({
+    name: 'bot progress',
+    intervalMs: 1000,
+    logger: app.logger,
+    pass: () => reportProgress(app, bot.api),
+  });
+  const door: BotDoor = {
+    username: bot.botInfo.username,
+    updates: config.BOT_UPDATES,
+    handleUpdate: (update) => handleUpdate(update as Update),
+  };
+  return {
+    door,
+    poller,
+    async stop() {
+      await Promise.all([poller?.stop(), progress.stop()]);
+    },
+  };
+}

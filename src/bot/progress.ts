@@ -1,0 +1,102 @@
+// Reports the bot's manual redeems to their chat (contract 14.4): edits the confirmation message
+// as codes finish (`done: k/n`), then writes the end: one line per code (masked), `activated` and
+// `uc_delivered`; for a job stopped by a restart, a final message saying so. Runs in every
+// process; each report is claimed in the database first (markReported, markFinished), so none
+// is sent twice. Confirmations nobody pressed within 10 minutes end here too.
+import type { Api } from 'grammy';
+import {
+  expireConfirmations,
+  markFinished,
+  markReported,
+  type StartedRedeem,
+  startedRedeems,
+} from '../core/bot/redeems.ts';
+import { maskCode, storedCodeLength } from '../core/crypto/code-crypto.ts';
+import { type JobCodeRow, loadJobWithCodes } from '../core/jobs/jobs.ts';
+import type { ServerContext } from '../http/context.ts';
+import { summaryLines } from './commands/redeem.ts';
+import { inMode, labelled } from './replies.ts';
+
+const ENDED = new Set(['completed', 'failed', 'interrupted']);
+
+/** One pass: every started redeem with news, and expired confirmations. */
+export async function reportProgress(app: ServerContext, api: Api): Promise<void> {
+  const now = app.clock.now();
+  for (const x of await expireConfirmations(app.db, now)) {
+    if (x.messageId === null) continue;
+    await api
+      .editMessageText(
+        x.chatId,
+        x.messageId,
+        'Confirmation expired after 10 minutes: nothing was run. Send /redeem again.',
+      )
+      .catch((err: unknown) =>
+        app.logger.warn({ err: errorInfo(err) }, 'bot: could not edit an expired confirmation'),
+      );
+  }
+  for (const r of await startedRedeems(app.db)) {
+    if (ENDED.has(r.jobStatus)) {
+      if (!(await markFinished(app.db, r.id, now))) continue;
+      await say(app, api, r, await finalText(app, r));
+    } else if (r.done > r.reportedDone) {
+      if (!(await markReported(app.db, r.id, r.reportedDone, r.done))) continue;
+      await say(
+        app,
+        api,
+        r,
+        inMode(r.mode, `Redeem running (${r.jobId})`, summaryLines(r.summary), `done: ${r.done}/${r.total}`),
+      );
+    }
+  }
+}
+
+async function say(app: ServerContext, api: Api, r: StartedRedeem, text: string) {
+  try {
+    if (r.messageId !== null) await api.editMessageText(r.chatId, r.messageId, text);
+    else await api.sendMessage(r.chatId, text);
+  } catch (err) {
+    // The edit may fail (the message was deleted, or the text did not change): send it anew.
+    app.logger.warn(
+      { err: errorInfo(err), jobId: r.jobId },
+      'bot: could not edit a redeem message; sending it',
+    );
+    await api
+      .sendMessage(r.chatId, text)
+      .catch((e: unknown) =>
+        app.logger.warn({ err: errorInfo(e), jobId: r.jobId }, 'bot: could not report a redeem'),
+      );
+  }
+}
+
+const shownLength = (row: JobCodeRow) =>
+  row.codeLength ?? (row.codeEncrypted ? storedCodeLength(row.codeEncrypted) : row.last4.length);
+
+/** The end of a bot redeem: one line per code, then the totals. */
+async function finalText(app: ServerContext, r: StartedRedeem): Promise<string> {
+  const loaded = await loadJobWithCodes(app.db, r.jobId);
+  const rows = (loaded?.codes ?? []).slice().sort((a, b) => a.position - b.position);
+  const done = rows.filter((row) => row.state === 'done');
+  const lines = done.map(
+    (row) => `${maskCode(row.last4, shownLength(row))} ${row.status} ${row.disposition}`,
+  );
+  const activated = done.filter((row) => row.status === 'activated');
+  const notAttempted = rows.length - done.length;
+  const head =
+    r.jobStatus === 'completed'
+      ? `Redeem finished (${r.jobId})`
+      : r.jobStatus === 'interrupted'
+        ? `Redeem interrupted by a server restart (${r.jobId}): codes not attempted went back to stock, nothing was billed`
+        : `Redeem failed on the service side (${r.jobId}): codes not attempted went back to stock, nothing was billed`;
+  const totals: [string, number][] = [
+    ['activated', activated.length],
+    ['uc_delivered', activated.reduce((n, row) => n + (row.uc ?? 0), 0)],
+  ];
+  if (notAttempted > 0) totals.push(['not_attempted', notAttempted]);
+  return inMode(r.mode, head, `player_id: ${r.summary.player_id}`, lines.join('\n'), labelled(totals));
+}
+
+/** What a Bot API error may show in a log: its kind and code, never the URL (it holds the token). */
+export function errorInfo(err: unknown) {
+  const e = err as { name?: string; error_code?: number; description?: string };
+  return { name: e?.name, code: e?.error_code, description: e?.description };
+}

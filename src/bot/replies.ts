@@ -1,0 +1,62 @@
+// How a reply reads (contract 14.3): plain text, one `label: value` line per number, the mode
+// first on every reply about money, stock or a redeem, codes masked, money with 2 to 6 decimals,
+// and one line (with an example) for a bad input. Nothing here ever holds a full code.
+import type { Mode } from '../core/accounts/accounts.ts';
+import { codeLast4, maskCode } from '../core/crypto/code-crypto.ts';
+
+/** `[live]` or `[test]`: the first line of a reply about money, stock or a redeem. */
+export const modeTag = (mode: Mode) => `[${mode}]`;
+
+/** Micro-dollars as text with 2 to 6 decimals (`12.50`, `0.0035`, `-3.00`), integers only. */
+export function usdText(micros: number): string {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(Math.trunc(micros));
+  const whole = Math.floor(abs / 1_000_000);
+  const frac = String(abs % 1_000_000)
+    .padStart(6, '0')
+    .replace(/0{1,4}$/, '');
+  return `${sign}${whole}.${frac.padEnd(2, '0')}`;
+}
+
+/** A code as a reply may show it: every character but the last 4 replaced by `*`. */
+export const maskedCode = (code: string) => maskCode(codeLast4(code), code.length);
+
+/** Lines `label: value`, in order. */
+export const labelled = (pairs: readonly (readonly [string, string | number])[]) =>
+  pairs.map(([label, value]) => `${label}: ${value}`).join('\n');
+
+/** A reply about money, stock or a redeem: the mode line, then the rest. */
+export const inMode = (mode: Mode, ...parts: string[]) =>
+  [modeTag(mode), ...parts.filter(Boolean)].join('\n');
+
+/** One line naming what is wrong, then one example of the right form. */
+export const badInput = (what: string, example: string) => `${what}. Example: ${example}`;
+
+export const NOT_LINKED =
+  'This chat is not linked to an account. Ask your operator for a link and open it (or send /start <token>).';
+
+export const SLOW_DOWN = 'Too many messages: please slow down and try again in a few seconds.';
+
+const COMMANDS: Record<string, string> = {
+  '/help': 'this list',
+  '/mode live|test': 'the mode the bot acts in',
+  '/account': 'plan, quota, balance and subscription',
+  '/stock': 'your stock per category',
+  '/addstock <category> <codes…>': 'add codes (or send a .txt/.csv file with this caption)',
+  '/check <codes…>': 'check codes without redeeming them',
+  '/redeem <player_id> <codes…> | uc=<n> | packs=<cat>x<n>': 'redeem by hand',
+  '/wallet': 'balance, last entries and pending top-ups (owner)',
+  '/topup <usd>': 'top up the wallet (owner)',
+  '/alerts [balance <usd>|off]': 'low balance, subscription, stock and webhook alerts (owner)',
+};
+const OWNER_ONLY = new Set(['/wallet', '/topup <usd>', '/alerts [balance <usd>|off]']);
+
+/** The commands of a role, one per line. */
+export function helpText(role: 'owner' | 'staff'): string {
+  return Object.entries(COMMANDS)
+    .filter(([cmd]) => role === 'owner' || !OWNER_ONLY.has(cmd))
+    .map(([cmd, what]) => `${cmd} — ${what}`)
+    .join('\n');
+}
+
+export const HELP_LINE = 'Unknown command. Send /help for the list of commands.';

@@ -1,0 +1,255 @@
+// Who may use the chat bot (contract 14.2): single-use link tokens the operator issues, and the
+// Telegram users bound with them, each to one customer as owner or staff. The token is shown once
+// and stored only as its sha256; the binding, its link's use and the audit row are one commit.
+import { createHash } from 'node:crypto';
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import { type Clock, isoUtc } from '../clock.ts';
+import { ApiError } from '../errors.ts';
+import { randomBase62 } from '../ids.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
+
+export type BotRole = 'owner' | 'staff';
+export const BOT_ROLES: readonly BotRole[] = ['owner', 'staff'];
+export const LINK_TTL_MS = 24 * 3600 * 1000;
+
+const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** The actor of a change made from the chat: audit rows name it `telegram:<user id>`. */
+export function telegramActor(telegramUserId: number, requestId: string): Actor {
+  const name = `telegram:${telegramUserId}`;
+  return { operatorId: name, name, role: 'admin', requestId, ip: 'telegram' };
+}
+
+/** Issues a link for `role` (POST /admin/v1/customers/{id}/bot-links). The token is returned once. */
+export async function createBotLink(
+  deps: { db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }; clock: Clock },
+  actor: Actor,
+  input: { customerId: number; role: BotRole; botUsername: string },
+) {
+  const token = randomBase62(40);
+  const id = `bl_${randomBase62(24)}`;
+  const now = deps.clock.now();
+  const expiresAt = new Date(now.getTime() + LINK_TTL_MS);
+  return deps.db.transaction(async (tx) => {
+    const customer = await tx.query('select 1 from customers where id = $1', [input.customerId]);
+    if (customer.rows.length === 0) throw new ApiError('not_found', 'unknown customer');
+    await tx.query(
+      `insert into bot_links (id, customer_id, role, token_hash, created_at, expires_at, created_by)
+       values ($1, $2, $3, $4, $5, $6, $7)`,
+      [id, input.customerId, input.role, tokenHash(token), now, expiresAt, actor.name],
+    );
+    await recordAudit(
+      tx,
+      actor,
+      { action: 'bot.link', customerId: input.customerId, target: id, details: { role: input.role } },
+      deps.clock,
+    );
+    return {
+      link_id: id,
+      token,
+      url: `https://t.me/${input.botUsername}?start=${token}`,
+      expires_at: isoUtc(expiresAt),
+    };
+  });
+}
+
+export type BindResult =
+  | { kind: 'bound'; customerName: string; role: BotRole; customerId: number }
+  | { kind: 'unknown' | 'used' | 'expired' | 'other_customer' | 'disabled' };
+
+/**
+ * `/start <token>`: binds the Telegram user to the link's customer with its role, using the link.
+ * Runs in the update's own transaction (the caller records the update there too). A user bound to
+ * the same customer already takes the new role; one bound to another customer is refused.
+ */
+export async function bindWithToken(
+  tx: Queryable,
+  clock: Clock,
+  input: {
+    token: string;
+    telegramUserId: number;
+    chatId: number;
+    username: string | null;
+    requestId: string;
+  },
+): Promise<BindResult> {
+  const now = clock.now();
+  const link = (
+    await tx.query<{
+      id: string;
+      customerId: number;
+      role: BotRole;
+      expiresAt: Date;
+      usedAt: Date | null;
+      customerName: string;
+      disabled: boolean;
+    }>(
+      `select l.id, l.customer_id as "customerId", l.role, l.expires_at as "expiresAt", l.used_at as "usedAt",
+              c.name as "customerName", c.disabled_at is not null as disabled
+         from bot_links l join customers c on c.id = l.customer_id
+        where l.token_hash = $1
+        for update of l`,
+      [tokenHash(input.token)],
+    )
+  ).rows[0];
+  if (!link) return { kind: 'unknown' };
+  if (link.usedAt) return { kind: 'used' };
+  if (new Date(link.expiresAt).getTime() <= now.getTime()) return { kind: 'expired' };
+  if (link.disabled) return { kind: 'disabled' };
+  const current = (
+    await tx.query<{ id: string; customerId: number }>(
+      `select id, customer_id as "customerId" from bot_users where telegram_user_id = $1 and unbound_at is null
+        for update`,
+      [input.telegramUserId],
+    )
+  ).rows[0];
+  if (current && Number(current.customerId) !== Number(link.customerId)) return { kind: 'other_customer' };
+  await tx.query('update bot_links set used_at = $2, used_by = $3 where id = $1', [
+    link.id,
+    now,
+    input.telegramUserId,
+  ]);
+  let userId: string;
+  if (current) {
+    userId = current.id;
+    await tx.query(
+      'update bot_users set role = $2, chat_id = $3, username = $4, link_id = $5, last_seen_at = $6 where id = $1',
+      [userId, link.role, input.chatId, input.username, link.id, now],
+    );
+  } else {
+    userId = `bu_${randomBase62(24)}`;
+    await tx.query(
+      `insert into bot_users (id, customer_id, telegram_user_id, chat_id, username, role, link_id, bound_at, last_seen_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+      [userId, link.customerId, input.telegramUserId, input.chatId, input.username, link.role, link.id, now],
+    );
+  }
+  await recordAudit(
+    tx,
+    telegramActor(input.telegramUserId, input.requestId),
+    {
+      action: 'bot.bind',
+      customerId: Number(link.customerId),
+      target: userId,
+      details: { role: link.role, link_id: link.id, telegram_user_id: input.telegramUserId },
+    },
+    clock,
+  );
+  return {
+    kind: 'bound',
+    customerName: link.customerName,
+    role: link.role,
+    customerId: Number(link.customerId),
+  };
+}
+
+/** A bound Telegram user as the bot acts for them. */
+export interface BotUser {
+  id: string;
+  customerId: number;
+  customerName: string;
+  customerDisabled: boolean;
+  telegramUserId: number;
+  chatId: number;
+  role: BotRole;
+  mode: Mode;
+}
+
+const BOT_USER_COLUMNS = `u.id, u.customer_id as "customerId", c.name as "customerName",
+  c.disabled_at is not null as "customerDisabled", u.telegram_user_id as "telegramUserId", u.chat_id as "chatId",
+  u.role, u.mode`;
+
+function botUserFrom(row: BotUser): BotUser {
+  return {
+    ...row,
+    customerId: Number(row.customerId),
+    telegramUserId: Number(row.telegramUserId),
+    chatId: Number(row.chatId),
+  };
+}
+
+/** The binding of a Telegram user, if any; its last_seen_at moved to now. */
+export async function touchBotUser(q: Queryable, telegramUserId: number, now: Date): Promise<BotUser | null> {
+  const r = await q.query<BotUser>(
+    `update bot_users u set last_seen_at = $2 from customers c
+      where u.telegram_user_id = $1 and u.unbound_at is null and c.id = u.customer_id
+     returning ${BOT_USER_COLUMNS}`,
+    [telegramUserId, now],
+  );
+  return r.rows[0] ? botUserFrom(r.rows[0]) : null;
+}
+
+/** The owners of a customer still bound, for alerts and top-up answers. */
+export async function customerOwners(q: Queryable, customerId: number): Promise<BotUser[]> {
+  const r = await q.query<BotUser>(
+    `select ${BOT_USER_COLUMNS} from bot_users u join customers c on c.id = u.customer_id
+      where u.customer_id = $1 and u.unbound_at is null and u.role = 'owner' order by u.bound_at`,
+    [customerId],
+  );
+  return r.rows.map(botUserFrom);
+}
+
+export async function setBotUserMode(q: Queryable, userId: string, mode: Mode): Promise<void> {
+  await q.query('update bot_users set mode = $2 where id = $1', [userId, mode]);
+}
+
+/** GET /admin/v1/customers/{id}/bot-users: the people bound now. */
+export async function listBotUsers(q: Queryable, customerId: number) {
+  const r = await q.query<{
+    id: string;
+    telegramUserId: string;
+    username: string | null;
+    role: BotRole;
+    boundAt: Date;
+    lastSeenAt: Date | null;
+  }>(
+    `select id, telegram_user_id as "telegramUserId", username, role, bound_at as "boundAt",
+            last_seen_at as "lastSeenAt"
+       from bot_users where customer_id = $1 and unbound_at is null order by bound_at, id`,
+    [customerId],
+  );
+  return r.rows.map((u) => ({
+    user_id: u.id,
+    telegram_user_id: Number(u.telegramUserId),
+    username: u.username,
+    role: u.role,
+    bound_at: isoUtc(u.boundAt),
+    last_seen_at: u.lastSeenAt ? isoUtc(u.lastSeenAt) : null,
+  }));
+}
+
+/** POST /admin/v1/bot-users/{id}/unbind: from now on the person is unlinked. Audited. */
+export async function unbindBotUser(
+  deps: { db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }; clock: Clock },
+  actor: Actor,
+  userId: string,
+) {
+  return deps.db.transaction(async (tx) => {
+    const r = await tx.query<{ customerId: number; telegramUserId: string; role: BotRole }>(
+      `update bot_users set unbound_at = $2 where id = $1 and unbound_at is null
+       returning customer_id as "customerId", telegram_user_id as "telegramUserId", role`,
+      [userId, deps.clock.now()],
+    );
+    const row = r.rows[0];
+    if (!row) throw new ApiError('not_found', 'unknown or already unbound bot user');
+    await recordAudit(
+      tx,
+      actor,
+      {
+        action: 'bot.unbind',
+        customerId: Number(row.customerId),
+        target: userId,
+        details: { role: row.role, telegram_user_id: Number(row.telegramUserId) },
+      },
+      deps.clock,
+    );
+    return { user_id: userId, customer_id: Number(row.customerId) };
+  });
+}
+
+export async function linkedUserCount(q: Queryable): Promise<number> {
+  const r = await q.query<{ n: number }>('select count(*)::int as n from bot_users where unbound_at is null');
+  return r.rows[0]!.n;
+}

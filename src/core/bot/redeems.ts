@@ -1,0 +1,315 @@
+// The manual redeem from the chat (contract 14.4): a confirmation (bot_redeems) shown with two
+// buttons, started by the first press of Redeem as a job of channel `bot`, which the job worker
+// runs like any async job; nothing is held or billed (redeem_create_job with channel bot). The
+// confirmation row is the redeem's only idempotency: its state moves once from `confirming`, in
+// the transaction that creates the job and records the pressed update.
+import type { Queryable } from '../../db/database.ts';
+import type { AccountState, Mode } from '../accounts/accounts.ts';
+import { loadAccountState } from '../accounts/accounts.ts';
+import { type Clock, utcDay } from '../clock.ts';
+import type { RedeemDeps } from '../context.ts';
+import { codeHash, decryptCode, encryptCode } from '../crypto/code-crypto.ts';
+import { newJobId, randomBase62 } from '../ids.ts';
+import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import type { RedeemSelection } from '../redeem/request.ts';
+import { codeParam, drawStock } from '../redeem/start.ts';
+import type { NewCode } from '../redeem/start-result.ts';
+
+/** A press of Redeem later than this runs nothing (14.4). */
+export const CONFIRM_TTL_MS = 10 * 60 * 1000;
+
+export interface BotCaller {
+  customerId: number;
+  mode: Mode;
+  telegramUserId: number;
+  chatId: number;
+}
+
+/** What the confirmation shows (lines player_id, codes, source, uc). */
+export interface RedeemSummary {
+  player_id: string;
+  codes: number;
+  source: 'codes' | 'stock';
+  uc: number | null;
+  packs: { category: string; count: number }[] | null;
+}
+
+/** What the account allows a bot redeem (14.4): a disabled customer or a lapsed required subscription refuse it. */
+export function botRedeemRefusal(state: AccountState | null, now: Date): string | null {
+  if (!state || state.disabled) return 'customer_disabled: this account is disabled; ask the operator';
+  const sub = state.subscription;
+  if (sub.required && sub.expiresAt && sub.expiresAt.getTime() <= now.getTime())
+    return `subscription_expired: the bot subscription expired on ${sub.expiresAt.toISOString().slice(0, 10)}; renew it with the operator`;
+  return null;
+}
+
+/** Records a confirmation waiting for its press; the caller's codes are kept encrypted. */
+export async function createConfirmation(
+  q: Queryable,
+  deps: { codeKey: Buffer; clock: Clock },
+  caller: BotCaller,
+  input: { playerId: string; selection: RedeemSelection; summary: RedeemSummary },
+): Promise<string> {
+  const id = `br_${randomBase62(24)}`;
+  const sel = input.selection;
+  const context = (code: string) => ({
+    table: 'bot_redeems' as const,
+    customerId: caller.customerId,
+    mode: caller.mode,
+    codeHash: codeHash(deps.codeKey, code),
+  });
+  const request =
+    sel.source === 'codes'
+      ? {
+          codes: sel.codes.map((code) => ({
+            hash: codeHash(deps.codeKey, code),
+            encrypted: encryptCode(deps.codeKey, code, context(code)),
+          })),
+        }
+      : 'packs' in sel
+        ? { packs: sel.packs }
+        : { uc: sel.uc };
+  await q.query(
+    `insert into bot_redeems (id, customer_id, mode, telegram_user_id, chat_id, player_id, request, summary, state,
+                              created_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, 'confirming', $9)`,
+    [
+      id,
+      caller.customerId,
+      caller.mode,
+      caller.telegramUserId,
+      caller.chatId,
+      input.playerId,
+      JSON.stringify(request),
+      JSON.stringify(input.summary),
+      deps.clock.now(),
+    ],
+  );
+  return id;
+}
+
+export async function setConfirmationMessage(q: Queryable, id: string, messageId: number): Promise<void> {
+  await q.query('update bot_redeems set message_id = $2 where id = $1', [id, messageId]);
+}
+
+interface ConfirmationRow {
+  id: string;
+  customerId: number;
+  mode: Mode;
+  telegramUserId: number;
+  chatId: number;
+  messageId: number | null;
+  playerId: string;
+  request: {
+    codes?: { hash: string; encrypted: string }[];
+    packs?: { category: string; count: number }[];
+    uc?: number;
+  } | null;
+  summary: RedeemSummary;
+  state: string;
+  createdAt: Date;
+}
+
+export type PressResult =
+  | { kind: 'started'; jobId: string; summary: RedeemSummary; messageId: number | null; queued: boolean }
+  | { kind: 'cancelled' }
+  | { kind: 'gone'; why: 'done' | 'expired' | 'not_yours' }
+  | { kind: 'refused'; line: string };
+
+/**
+ * A press of Redeem or Cancel, in the update's own transaction `tx` (the caller recorded the
+ * update there). Only the first press of a confirmation still `confirming`, by the person who
+ * asked, within 10 minutes, does anything: Redeem creates the job (stock reserved, codes
+ * encrypted into job_codes, nothing held), Cancel ends it.
+ */
+export async function pressConfirmation(
+  tx: Queryable,
+  deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
+  input: { id: string; telegramUserId: number; action: 'redeem' | 'cancel'; requestId: string },
+): Promise<PressResult> {
+  const now = deps.clock.now();
+  const row = (
+    await tx.query<ConfirmationRow>(
+      `select id, customer_id as "customerId", mode, telegram_user_id as "telegramUserId", chat_id as "chatId",
+              message_id as "messageId", player_id as "playerId", request, summary, state, created_at as "createdAt"
+         from bot_redeems where id = $1 for update`,
+      [input.id],
+    )
+  ).rows[0];
+  if (!row || Number(row.telegramUserId) !== input.telegramUserId) return { kind: 'gone', why: 'not_yours' };
+  if (row.state !== 'confirming') return { kind: 'gone', why: 'done' };
+  const end = async (state: 'cancelled' | 'expired') =>
+    tx.query(`update bot_redeems set state = $2, decided_at = $3, request = null where id = $1`, [
+      row.id,
+      state,
+      now,
+    ]);
+  if (now.getTime() - new Date(row.createdAt).getTime() > CONFIRM_TTL_MS) {
+    await end('expired');
+    return { kind: 'gone', why: 'expired' };
+  }
+  if (input.action === 'cancel') {
+    await end('cancelled');
+    return { kind: 'cancelled' };
+  }
+  const caller = { customerId: Number(row.customerId), mode: row.mode };
+  // Checked again at the press (14.4): the account may have changed since the confirmation.
+  await tx.query('select account_lock($1, $2)', [caller.customerId, caller.mode]);
+  const state = await loadAccountState(tx, caller.customerId, caller.mode, utcDay(now));
+  const refusal = botRedeemRefusal(state, now);
+  if (refusal) {
+    await end('cancelled');
+    return { kind: 'refused', line: refusal };
+  }
+  const jobId = newJobId();
+  const codes = await botJobCodes(tx, deps, caller, row, jobId);
+  if (!codes) {
+    await end('cancelled');
+    return { kind: 'refused', line: 'no_stock: not enough stock for this redeem; add codes with /addstock' };
+  }
+  await createBotJob(tx, deps, caller, { jobId, row, codes, requestId: input.requestId });
+  const running = await tx.query(
+    `select 1 from jobs where customer_id = $1 and mode = $2 and channel = 'bot' and status = 'running'`,
+    [caller.customerId, caller.mode],
+  );
+  await tx.query(
+    `update bot_redeems set state = 'started', job_id = $2, decided_at = $3, request = null,
+            summary = summary || $4::jsonb
+      where id = $1`,
+    [row.id, jobId, now, JSON.stringify({ codes: codes.length })],
+  );
+  return {
+    kind: 'started',
+    jobId,
+    summary: { ...row.summary, codes: codes.length },
+    messageId: row.messageId === null ? null : Number(row.messageId),
+    queued: running.rows.length > 0,
+  };
+}
+
+/** The confirmation's codes: the caller's own (decrypted), or fresh stock drawn now; null: no stock. */
+async function botJobCodes(
+  tx: Queryable,
+  deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
+  caller: { customerId: number; mode: Mode },
+  row: ConfirmationRow,
+  jobId: string,
+): Promise<NewCode[] | null> {
+  const request = row.request ?? {};
+  if (request.codes)
+    return request.codes.map((c, position) => ({
+      position,
+      code: decryptCode(deps.codeKey, c.encrypted, {
+        table: 'bot_redeems',
+        customerId: caller.customerId,
+        mode: caller.mode,
+        codeHash: c.hash,
+      }),
+      stockId: null,
+      category: null,
+      uc: null,
+    }));
+  return drawStock(tx, deps, caller, request.packs ? { packs: request.packs } : { uc: request.uc! }, jobId);
+}
+
+/** The job of a bot redeem: queued for the worker, channel bot, nothing held (redeem_create_job). */
+async function createBotJob(
+  tx: Queryable,
+  deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
+  caller: { customerId: number; mode: Mode },
+  x: { jobId: string; row: ConfirmationRow; codes: NewCode[]; requestId: string },
+): Promise<void> {
+  const now = deps.clock.now();
+  await tx.query(
+    `select redeem_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+    [
+      x.jobId,
+      caller.customerId,
+      caller.mode,
+      now,
+      utcDay(now),
+      `bot:${x.row.id}`,
+      '',
+      x.requestId,
+      true,
+      x.row.request?.codes ? 'codes' : 'stock',
+      x.row.playerId,
+      null,
+      null,
+      INSTANCE_ID,
+      new Date(now.getTime() + LEASE_MS),
+      now,
+      0,
+      JSON.stringify(x.codes.map((c) => codeParam(deps, caller, c))),
+      'bot',
+    ],
+  );
+}
+
+/** A started bot redeem as the progress loop reports it. */
+export interface StartedRedeem {
+  id: string;
+  chatId: number;
+  messageId: number | null;
+  mode: Mode;
+  jobId: string;
+  reportedDone: number;
+  summary: RedeemSummary;
+  jobStatus: string;
+  total: number;
+  done: number;
+}
+
+/** Started bot redeems whose progress or end is not reported yet (oldest first). */
+export async function startedRedeems(q: Queryable, limit = 50): Promise<StartedRedeem[]> {
+  const r = await q.query<StartedRedeem>(
+    `select b.id, b.chat_id as "chatId", b.message_id as "messageId", b.mode, b.job_id as "jobId",
+            b.reported_done as "reportedDone", b.summary, j.status as "jobStatus", j.total,
+            (select count(*)::int from job_codes c where c.job_id = j.id and c.state = 'done') as done
+       from bot_redeems b join jobs j on j.id = b.job_id
+      where b.state = 'started'
+      order by b.created_at limit $1`,
+    [limit],
+  );
+  return r.rows.map((row) => ({
+    ...row,
+    chatId: Number(row.chatId),
+    messageId: row.messageId === null ? null : Number(row.messageId),
+  }));
+}
+
+/** Moves the reported count forward; false when another process reported it first. */
+export async function markReported(q: Queryable, id: string, from: number, to: number): Promise<boolean> {
+  const r = await q.query(
+    `update bot_redeems set reported_done = $3 where id = $1 and state = 'started' and reported_done = $2`,
+    [id, from, to],
+  );
+  return r.rowCount > 0;
+}
+
+/** Marks the end reported; false when another process did (so the final message is sent once). */
+export async function markFinished(q: Queryable, id: string, now: Date): Promise<boolean> {
+  const r = await q.query(
+    `update bot_redeems set state = 'finished', finished_at = $2 where id = $1 and state = 'started'`,
+    [id, now],
+  );
+  return r.rowCount > 0;
+}
+
+/** Confirmations nobody pressed within 10 minutes: ended, their codes dropped. Returns them. */
+export async function expireConfirmations(
+  q: Queryable,
+  now: Date,
+): Promise<{ id: string; chatId: number; messageId: number | null }[]> {
+  const r = await q.query<{ id: string; chatId: number; messageId: number | null }>(
+    `update bot_redeems set state = 'expired', decided_at = $1, request = null
+      where state = 'confirming' and created_at < $2
+     returning id, chat_id as "chatId", message_id as "messageId"`,
+    [now, new Date(now.getTime() - CONFIRM_TTL_MS)],
+  );
+  return r.rows.map((x) => ({
+    id: x.id,
+    chatId: Number(x.chatId),
+    messageId: x.messageId === null ? null : Number(x.messageId),
+  }));
+}

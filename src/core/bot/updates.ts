@@ -1,0 +1,39 @@
+// Telegram redelivers updates (a poll whose offset was not confirmed, a webhook retried): each is
+// acted on at most once, across restarts and processes, by recording its update_id in the
+// transaction of its effect (contract 14.1). A redelivered update finds the row and does nothing.
+import type { Queryable } from '../../db/database.ts';
+
+/**
+ * Records the update as acted on, in `tx` (the transaction of its effect). False when it was
+ * recorded before: the caller then does nothing (its transaction changes nothing either).
+ */
+export async function claimUpdate(
+  tx: Queryable,
+  updateId: number,
+  kind: string,
+  now: Date,
+): Promise<boolean> {
+  const r = await tx.query(
+    'insert into bot_updates (update_id, kind, acted_at) values ($1, $2, $3) on conflict do nothing',
+    [updateId, kind, now],
+  );
+  return r.rowCount > 0;
+}
+
+/** Whether the update was acted on already (a cheap look before any work). */
+export async function updateSeen(q: Queryable, updateId: number): Promise<boolean> {
+  const r = await q.query('select 1 from bot_updates where update_id = $1', [updateId]);
+  return r.rows.length > 0;
+}
+
+/** When the newest update was acted on (GET /admin/v1/bot). */
+export async function lastUpdateAt(q: Queryable): Promise<Date | null> {
+  const r = await q.query<{ at: Date }>('select max(acted_at) as at from bot_updates');
+  return r.rows[0]?.at ?? null;
+}
+
+/** Forgets updates older than `before` (Telegram keeps an update 24 hours at most). */
+export async function pruneUpdates(q: Queryable, before: Date): Promise<number> {
+  const r = await q.query('delete from bot_updates where acted_at < $1', [before]);
+  return r.rowCount;
+}
