@@ -147,6 +147,26 @@ describe('updates by long polling', () => {
     expect((await second).map((u) => u.update_id)).toEqual([updateId]);
   });
 
+  test('a poll its client abandons ends quietly: what comes next waits for the next poll', async () => {
+    const { updateId } = await sim.sendText(alice, 'read and confirmed');
+    await api.getUpdates();
+    expect(await api.getUpdates({ offset: updateId + 1 })).toEqual([]);
+    const abandoned = new AbortController();
+    // grammY types its signal with the abort-controller package's AbortSignal, which Node's matches.
+    const signal = abandoned.signal as unknown as Parameters<Api['getUpdates']>[1];
+    const first = api.getUpdates({ offset: updateId + 1, timeout: 20 }, signal).catch((e: unknown) => e);
+    await sim.waitFor(() => sim.calls.filter((c) => c.method === 'getUpdates').length === 3);
+    abandoned.abort();
+    await first;
+    await new Promise((r) => setTimeout(r, 100));
+    // A redelivered copy is handed out once: had the dead poll still been waiting, it would
+    // have taken it and the next poll would get nothing.
+    sim.redeliver(updateId);
+    expect((await api.getUpdates({ offset: updateId + 1, timeout: 5 })).map((u) => u.update_id)).toEqual([
+      updateId,
+    ]);
+  });
+
   test('redeliver queues the same update again, delivered once whatever the offset', async () => {
     const { updateId } = await sim.sendText(alice, '/redeem 5123456789 CODE-1');
     const [u] = await api.getUpdates();
@@ -485,10 +505,19 @@ describe('injected failures', () => {
       { retry_after: 3 },
     ]);
     expect((await api.sendMessage(1001, 'now')).text).toBe('now');
+    // Failures injected one after the other are answered in that order.
+    sim.failNext('sendMessage', { error_code: 403 });
+    sim.failNext('SENDMESSAGE', { error_code: 502, description: 'Bad Gateway: upstream' });
+    expect((await refusal(api.sendMessage(1001, 'x'))).description).toBe(
+      'Forbidden: bot was blocked by the user',
+    );
+    expect((await refusal(api.sendMessage(1001, 'x'))).description).toBe('Bad Gateway: upstream');
     expect(sim.botMessages(1001).map((m) => m.text)).toEqual(['now']);
     expect(sim.calls.filter((c) => c.method === 'sendMessage').map((c) => c.error_code)).toEqual([
       429,
       undefined,
+      403,
+      502,
     ]);
   });
 

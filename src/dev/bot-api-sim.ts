@@ -95,7 +95,10 @@ export interface BotApiSim {
   calls: CallRecord[];
   /** Resolves with the probe's first truthy value, polling every 20 ms (default timeout 5 s). */
   waitFor<T>(probe: () => T | undefined | false | null, timeoutMs?: number): Promise<T>;
-  /** The next `times` (default 1) calls of `method` answer this error instead. */
+  /**
+   * The next `times` (default 1) calls of `method` answer this error instead (after any failures
+   * injected before for that method). A 429 carries `parameters.retry_after` (default 1).
+   */
   failNext(method: string, answer: Failure, times?: number): void;
   /** Updates queued and not yet confirmed (or delivered to the webhook). */
   updatesPending(): number;
@@ -120,15 +123,17 @@ export async function startBotApiSim(opts: BotApiSimOptions = {}): Promise<BotAp
   const bot = { id: Number(tokenParts[1]), username: opts.username ?? DEFAULT_BOT_USERNAME };
   const world = new World(bot, opts.firstUpdateId ?? randomInt(100_000_000, 900_000_000));
   const calls: CallRecord[] = [];
-  const failures = new Map<string, { answer: Failure; left: number }>();
+  // Injected failures per method (lowercase), spent in the order they were injected.
+  const failures = new Map<string, { answer: Failure; left: number }[]>();
   const server = createBotApiServer({
     world,
     token,
     calls,
     takeFailure(method) {
-      const f = failures.get(method.toLowerCase());
+      const list = failures.get(method.toLowerCase());
+      const f = list?.[0];
       if (!f) return undefined;
-      if (--f.left <= 0) failures.delete(method.toLowerCase());
+      if (--f.left <= 0) list.shift();
       return f.answer;
     },
   });
@@ -149,7 +154,8 @@ export async function startBotApiSim(opts: BotApiSimOptions = {}): Promise<BotAp
     calls,
     waitFor: (probe, timeoutMs = 5000) => waitFor(world, calls, probe, timeoutMs),
     failNext(method, answer, times = 1) {
-      failures.set(method.toLowerCase(), { answer, left: times });
+      const key = method.toLowerCase();
+      failures.set(key, [...(failures.get(key) ?? []), { answer, left: times }]);
     },
     updatesPending: () => world.pendingCount,
     get confirmedOffset() {
