@@ -184,7 +184,9 @@ export async function runBotSim(
   print('Type :help for the chat commands.');
   sim.on((e) => {
     const text = describeEvent(e);
-    if (text) print(text);
+    // The bot may write to other chats (a test's pushUpdate, alerts to other owners): say whose.
+    const chatId = e.type === 'callback_answer' ? user.id : e.message.chat_id;
+    if (text) print(chatId === user.id ? text : `(chat ${chatId}) ${text}`);
   });
 
   // One line at a time, in order: a :pay waits for the bot's answer before the next line goes.

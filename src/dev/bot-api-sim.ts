@@ -137,6 +137,10 @@ export async function startBotApiSim(opts: BotApiSimOptions = {}): Promise<BotAp
       return f.answer;
     },
   });
+  // grammY keeps idle connections open with no timeout of its own; were the server to close an
+  // idle one (Node's default is after 5 s), a call sent on it at that moment would fail with a
+  // reset. So connections stay until the client or close() ends them.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
