@@ -2,6 +2,7 @@
 // the validation; the CLI only turns arguments into JSON and answers into text, so the operator
 // gets the same rules and messages whether they use curl or this command.
 import { parseArgs } from 'node:util';
+import { BOT_COMMANDS } from './admin-bot-commands.ts';
 import { AdminClientError, callAdmin, resolveTarget } from './admin-client.ts';
 import { type AdminIo, type AdminRequest, type Json, type Parsed, UsageError } from './admin-command.ts';
 import { COMMANDS as BASE_COMMANDS } from './admin-commands.ts';
@@ -12,7 +13,13 @@ import { printableJson, printableLine, printableLines } from './printable.ts';
 
 export type { AdminIo } from './admin-command.ts';
 
-const COMMANDS = [...BASE_COMMANDS, ...STOCK_COMMANDS, ...RECONCILE_COMMANDS, ...OPERATOR_COMMANDS];
+const COMMANDS = [
+  ...BASE_COMMANDS,
+  ...STOCK_COMMANDS,
+  ...RECONCILE_COMMANDS,
+  ...OPERATOR_COMMANDS,
+  ...BOT_COMMANDS,
+];
 
 /**
  * `--usd -5` as `--usd=-5`: parseArgs takes a value starting with `-` for an option, and would
