@@ -272,6 +272,10 @@ const schema = z
       message: 'BOT_WEBHOOK_URL must be an https:// URL',
     }),
     BOT_CHECKS_PER_DAY: optionalString.transform((v, ctx) => positiveInt(v, 500, 'BOT_CHECKS_PER_DAY', ctx)),
+    // Not in the contract: how often the bot looks for alerts to send (14.6) and expires top-ups.
+    BOT_ALERT_INTERVAL_MS: optionalString.transform((v, ctx) =>
+      positiveInt(v, 60_000, 'BOT_ALERT_INTERVAL_MS', ctx),
+    ),
     BOT_PAYMENT_PROVIDER_TOKEN: optionalString,
     BOT_PAYMENT_CURRENCY: optionalString
       .transform((v) => v ?? 'USD')

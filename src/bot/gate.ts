@@ -55,8 +55,10 @@ export function gate(app: ServerContext) {
       return;
     }
     const now = app.clock.now();
-    // Telegram answers a payment's pre-checkout within 10 s whatever the chat does: not limited.
-    if (kind !== 'pre_checkout_query') {
+    // A payment's pre-checkout (answered within 10 s) and a payment that happened (money
+    // received is always credited) are never limited, and need no link now.
+    const payment = kind === 'pre_checkout_query' || c.message?.successful_payment !== undefined;
+    if (!payment) {
       const slot = await takeWindowSlot(app.db, PERSON_RULE, String(c.from.id), now);
       if (!slot.allowed) {
         metrics.update(kind, 'limited');
@@ -67,7 +69,7 @@ export function gate(app: ServerContext) {
     }
     c.person = await touchBotUser(app.db, c.from.id, now);
     const startWithToken = c.message?.text !== undefined && /^\/start(@\w+)?\s+\S/.test(c.message.text);
-    if ((!c.person || c.person.customerDisabled) && !startWithToken && kind !== 'pre_checkout_query') {
+    if ((!c.person || c.person.customerDisabled) && !startWithToken && !payment) {
       c.person = null;
       metrics.update(kind, 'acted');
       if (kind === 'callback_query') await c.answerCallbackQuery().catch(() => undefined);

@@ -9,10 +9,13 @@ import type { Update } from 'grammy/types';
 import { type BackgroundLoop, startBackgroundLoop } from '../core/background-loop.ts';
 import { isConnectionError } from '../db/database.ts';
 import type { BotDoor, ServerContext } from '../http/context.ts';
+import { sendAlerts } from './alerts.ts';
 import { registerAccountCommands } from './commands/account.ts';
 import { registerAddStock } from './commands/addstock.ts';
+import { registerAlerts } from './commands/alerts.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerRedeem } from './commands/redeem.ts';
+import { registerWallet } from './commands/wallet.ts';
 import { actOnce, type BotContext } from './context.ts';
 import { gate } from './gate.ts';
 import { ALLOWED_UPDATES, type Poller, startPolling } from './polling.ts';
@@ -52,6 +55,8 @@ export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
   registerAddStock(bot);
   registerCheck(bot);
   registerRedeem(bot);
+  registerWallet(bot);
+  registerAlerts(bot);
   // Any other text (or an unknown command) gets the help line.
   bot.on('message', async (c) => {
     if ((await actOnce(c, 'other', async () => true)) !== null) await c.reply(HELP_LINE);
@@ -110,16 +115,28 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
     logger: app.logger,
     pass: () => reportProgress(app, bot.api),
   });
+  const alerts: BackgroundLoop = startBackgroundLoop({
+    name: 'bot alerts',
+    intervalMs: config.BOT_ALERT_INTERVAL_MS,
+    initialDelayMs: Math.min(5000, config.BOT_ALERT_INTERVAL_MS),
+    logger: app.logger,
+    pass: () => sendAlerts(app, bot.api),
+  });
   const door: BotDoor = {
     username: bot.botInfo.username,
     updates: config.BOT_UPDATES,
     handleUpdate: (update) => handleUpdate(update as Update),
+    async tell(chatId, text) {
+      await bot.api
+        .sendMessage(chatId, text)
+        .catch((err: unknown) => app.logger.warn({ err: errorInfo(err) }, 'bot: could not tell a chat'));
+    },
   };
   return {
     door,
     poller,
     async stop() {
-      await Promise.all([poller?.stop(), progress.stop()]);
+      await Promise.all([poller?.stop(), progress.stop(), alerts.stop()]);
     },
   };
 }

@@ -7,16 +7,8 @@ import { codeLast4, maskCode } from '../core/crypto/code-crypto.ts';
 /** `[live]` or `[test]`: the first line of a reply about money, stock or a redeem. */
 export const modeTag = (mode: Mode) => `[${mode}]`;
 
-/** Micro-dollars as text with 2 to 6 decimals (`12.50`, `0.0035`, `-3.00`), integers only. */
-export function usdText(micros: number): string {
-  const sign = micros < 0 ? '-' : '';
-  const abs = Math.abs(Math.trunc(micros));
-  const whole = Math.floor(abs / 1_000_000);
-  const frac = String(abs % 1_000_000)
-    .padStart(6, '0')
-    .replace(/0{1,4}$/, '');
-  return `${sign}${whole}.${frac.padEnd(2, '0')}`;
-}
+/** Money as the chat writes it: 2 to 6 decimals (`12.50`, `0.0035`). */
+export { usdText } from '../core/billing/money.ts';
 
 /** A code as a reply may show it: every character but the last 4 replaced by `*`. */
 export const maskedCode = (code: string) => maskCode(codeLast4(code), code.length);

@@ -10,6 +10,8 @@ export interface BotDoor {
   readonly updates: 'polling' | 'webhook';
   /** Acts on one update delivered to POST /bot/updates (at most once, by its update_id). */
   handleUpdate(update: unknown): Promise<void>;
+  /** Sends a plain line to a chat (an operator's decision); never throws, logs a failure. */
+  tell(chatId: number, text: string): Promise<void>;
 }
 
 export type ServerContext = AppContext<Config, Metrics> & { bot?: BotDoor };

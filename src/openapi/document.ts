@@ -2,6 +2,7 @@
 // schemas in schemas.ts and the constants the code uses. GET /v1/openapi.json serves it, GET
 // /docs renders it, and the test suite checks every public response against it.
 import { API_VERSION } from '../http/headers.ts';
+import { botPaths } from './bot-paths.ts';
 import { corePaths } from './core-paths.ts';
 import { errorResponses, HEADERS, headersFor, json, KEYED, webhook } from './operations.ts';
 import { eventPaths, reconcileSchemas, statementPaths } from './reconcile-paths.ts';
@@ -34,6 +35,7 @@ function buildDocument() {
     ],
     paths: {
       ...corePaths(),
+      ...botPaths(),
       // The event log and statements (contract 13.6, 13.7).
       ...eventPaths({ json, headersFor, errorResponses }),
       ...statementPaths({ json, headersFor, errorResponses }),

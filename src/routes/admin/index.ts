@@ -17,6 +17,7 @@ import { registerAdminOperatorRoutes } from './operators.ts';
 import { registerAdminQuarantineRoutes } from './quarantine.ts';
 import { registerAdminStatementRoutes } from './statements.ts';
 import { registerAdminStockRoutes } from './stock.ts';
+import { registerAdminTopupRoutes } from './topups.ts';
 import { registerAdminUsageRoutes } from './usage.ts';
 import { registerAdminWalletRoutes } from './wallet.ts';
 
@@ -36,5 +37,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminBackupRoute(app, ctx);
   registerAdminEncryptionRoutes(app, ctx);
   registerAdminBotRoutes(app, ctx);
+  registerAdminTopupRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }

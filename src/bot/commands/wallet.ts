@@ -1,0 +1,172 @@
+// /wallet, /topup and the payment updates (contract 14.5), owners only. Test mode credits the
+// test wallet at once; live mode makes a request, paid with a Telegram invoice when a payment
+// provider is configured, else decided by an operator (routes/admin/topups.ts).
+import type { Bot } from 'grammy';
+import { loadAccountState, spendableMicros, today } from '../../core/accounts/accounts.ts';
+import { telegramActor } from '../../core/bot/links.ts';
+import {
+  createTopupRequest,
+  creditTestTopup,
+  invoiceAmount,
+  parseTopupUsd,
+  pendingTopups,
+  preCheckoutRefusal,
+  recordPayment,
+} from '../../core/bot/topups.ts';
+import { isoUtc } from '../../core/clock.ts';
+import { actOnce, type BotContext, personOf } from '../context.ts';
+import { badInput, inMode, labelled, usdText } from '../replies.ts';
+
+export const OWNERS_ONLY = 'Only an owner of the account can do this; ask one.';
+
+/** Runs `fn` for an owner; anyone else gets one line. */
+export function ownerOnly<C extends BotContext>(fn: (c: C) => Promise<unknown>) {
+  return async (c: C) => {
+    if (personOf(c).role === 'owner') return fn(c);
+    if ((await actOnce(c, 'owner_only', async () => true)) !== null) await c.reply(OWNERS_ONLY);
+  };
+}
+
+export function registerWallet(bot: Bot<BotContext>) {
+  bot.command('wallet', ownerOnly(wallet));
+  bot.command('topup', ownerOnly(topup));
+  bot.on('pre_checkout_query', preCheckout);
+  bot.on('message:successful_payment', paid);
+}
+
+async function balanceOf(c: BotContext, customerId: number, mode: 'live' | 'test') {
+  const state = await loadAccountState(c.app.db, customerId, mode, today(c.app.clock));
+  return state ? spendableMicros(state) : 0;
+}
+
+async function wallet(c: BotContext) {
+  const person = personOf(c);
+  const read = await actOnce(c, 'wallet', async (tx) => {
+    const entries = await tx.query<{ at: Date; kind: string; amount: number }>(
+      `select created_at as at, kind, amount_micros as amount from wallet_ledger
+        where customer_id = $1 and mode = $2 order by id desc limit 10`,
+      [person.customerId, person.mode],
+    );
+    return { entries: entries.rows, pending: await pendingTopups(tx, person.customerId) };
+  });
+  if (!read) return;
+  const balance = await balanceOf(c, person.customerId, person.mode);
+  const entries = read.entries.map((e) =>
+    labelled([
+      ['at', isoUtc(new Date(e.at))],
+      ['kind', e.kind],
+      ['amount_usd', usdText(Number(e.amount))],
+    ]),
+  );
+  const pending = read.pending.map((p) =>
+    labelled([
+      ['topup_request', p.id],
+      ['amount_usd', usdText(p.usdMicros)],
+      ['created_at', isoUtc(p.createdAt)],
+    ]),
+  );
+  await c.reply(
+    inMode(
+      person.mode,
+      labelled([['balance_usd', usdText(balance)]]),
+      entries.length ? `last entries:\n${entries.join('\n\n')}` : 'last entries: none',
+      person.mode === 'live'
+        ? pending.length
+          ? `pending top-ups:\n${pending.join('\n\n')}`
+          : 'pending top-ups: none'
+        : '',
+    ),
+  );
+}
+
+async function topup(c: BotContext & { match: string }) {
+  const person = personOf(c);
+  const micros = parseTopupUsd(c.match);
+  if (micros === null) {
+    if ((await actOnce(c, 'topup', async () => true)) !== null)
+      await c.reply(badInput('the amount must be 1 to 10000 USD with at most 2 decimals', '/topup 25.50'));
+    return;
+  }
+  const actor = telegramActor(person.telegramUserId, c.requestId);
+  if (person.mode === 'test') {
+    const done = await actOnce(c, 'topup', (tx) =>
+      creditTestTopup(tx, c.app.clock, actor, { customerId: person.customerId, usdMicros: micros }).then(
+        () => true,
+      ),
+    );
+    if (!done) return;
+    const balance = await balanceOf(c, person.customerId, 'test');
+    await c.reply(inMode('test', 'Test wallet topped up.', labelled([['balance_usd', usdText(balance)]])));
+    return;
+  }
+  const request = await actOnce(c, 'topup', (tx) =>
+    createTopupRequest(tx, c.app.clock, {
+      customerId: person.customerId,
+      usdMicros: micros,
+      telegramUserId: person.telegramUserId,
+      chatId: c.chat!.id,
+    }),
+  );
+  if (!request) return;
+  const { BOT_PAYMENT_PROVIDER_TOKEN: provider, BOT_PAYMENT_CURRENCY: currency } = c.app.config;
+  if (provider) {
+    await c.api.sendInvoice(
+      c.chat!.id,
+      'Wallet top-up',
+      `Top-up of the live wallet of ${person.customerName} (request ${request.id})`,
+      request.id,
+      currency,
+      [{ label: 'Wallet top-up', amount: invoiceAmount(micros) }],
+      { provider_token: provider },
+    );
+    return;
+  }
+  await c.reply(
+    inMode(
+      'live',
+      `Top-up request ${request.id} made: an operator will approve it (it expires in 7 days).`,
+      labelled([['amount_usd', usdText(micros)]]),
+    ),
+  );
+}
+
+/** Telegram asks before charging: yes only for a pending request of that amount and currency. */
+async function preCheckout(c: BotContext) {
+  const q = c.preCheckoutQuery!;
+  const verdict = await actOnce(c, 'pre_checkout', async (tx) => ({
+    refusal: await preCheckoutRefusal(tx, c.app.clock.now(), {
+      payload: q.invoice_payload,
+      totalAmount: q.total_amount,
+      currency: q.currency,
+      expectedCurrency: c.app.config.BOT_PAYMENT_CURRENCY,
+    }),
+  }));
+  if (!verdict) return;
+  if (verdict.refusal === null) await c.answerPreCheckoutQuery(true);
+  else await c.answerPreCheckoutQuery(false, { error_message: verdict.refusal });
+}
+
+/** The payment happened: credited once per charge id, whoever is linked now (money is never dropped). */
+async function paid(c: BotContext) {
+  const p = c.message!.successful_payment!;
+  const credited = await actOnce(c, 'payment', (tx) =>
+    recordPayment(tx, c.app.clock, telegramActor(c.from!.id, c.requestId), {
+      requestId: p.invoice_payload,
+      chargeId: p.telegram_payment_charge_id,
+      providerChargeId: p.provider_payment_charge_id ?? null,
+    }),
+  );
+  if (!credited) return;
+  const { request } = credited;
+  const balance = await balanceOf(c, request.customerId, request.mode);
+  await c.reply(
+    inMode(
+      request.mode,
+      `Payment received: top-up ${request.id} credited.`,
+      labelled([
+        ['amount_usd', usdText(request.usdMicros)],
+        ['balance_usd', usdText(balance)],
+      ]),
+    ),
+  );
+}

@@ -1,0 +1,337 @@
+// Wallet top-ups from the chat (contract 14.5). Test mode credits the test wallet at once; a live
+// top-up is a request (`tpr_…`, pending for 7 days) paid with a Telegram invoice or decided by an
+// operator. Every credit is one ledger entry through appendLedger (the one writer of the ledger),
+// with its audit row, in one transaction: a payment once per Telegram charge id (topup_payments),
+// an approval once per request (its state moves once from `pending`).
+import type { Queryable } from '../../db/database.ts';
+import type { Mode } from '../accounts/accounts.ts';
+import { usdNumber } from '../billing/money.ts';
+import { appendLedger } from '../billing/wallet.ts';
+import { type Clock, isoUtc } from '../clock.ts';
+import { ApiError } from '../errors.ts';
+import { randomBase62 } from '../ids.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
+
+export const TOPUP_TTL_MS = 7 * 24 * 3600 * 1000;
+export const MIN_TOPUP_MICROS = 1_000_000;
+export const MAX_TOPUP_MICROS = 10_000 * 1_000_000;
+
+export type TopupState = 'pending' | 'paid' | 'approved' | 'rejected' | 'expired';
+
+/** `/topup <usd>`'s amount: 1 to 10,000 with at most 2 decimals, as micro-dollars; null otherwise. */
+export function parseTopupUsd(text: string): number | null {
+  const m = /^(\d{1,5})(?:\.(\d{1,2}))?$/.exec(text.trim());
+  if (!m) return null;
+  const micros = Number(m[1]) * 1_000_000 + Number((m[2] ?? '').padEnd(2, '0')) * 10_000;
+  return micros >= MIN_TOPUP_MICROS && micros <= MAX_TOPUP_MICROS ? micros : null;
+}
+
+interface TopupRow {
+  id: string;
+  customerId: number;
+  mode: Mode;
+  usdMicros: number;
+  state: TopupState;
+  telegramUserId: number;
+  chatId: number;
+  createdAt: Date;
+  expiresAt: Date;
+  decidedAt: Date | null;
+  decidedBy: string | null;
+}
+
+const COLUMNS = `id, customer_id as "customerId", mode, usd_micros as "usdMicros", state,
+  telegram_user_id as "telegramUserId", chat_id as "chatId", created_at as "createdAt", expires_at as "expiresAt",
+  decided_at as "decidedAt", decided_by as "decidedBy"`;
+
+function rowFrom(r: TopupRow): TopupRow {
+  return {
+    ...r,
+    customerId: Number(r.customerId),
+    usdMicros: Number(r.usdMicros),
+    telegramUserId: Number(r.telegramUserId),
+    chatId: Number(r.chatId),
+  };
+}
+
+/** A request as the admin API shows it. */
+export function topupView(r: TopupRow) {
+  return {
+    id: r.id,
+    customer_id: r.customerId,
+    mode: r.mode,
+    usd: usdNumber(r.usdMicros),
+    state: r.state,
+    telegram_user_id: r.telegramUserId,
+    created_at: isoUtc(r.createdAt),
+    decided_at: r.decidedAt ? isoUtc(r.decidedAt) : null,
+    decided_by: r.decidedBy,
+  };
+}
+
+/** The person's test wallet credited at once (test money, as a test key's world is). */
+export async function creditTestTopup(
+  tx: Queryable,
+  clock: Clock,
+  actor: Actor,
+  input: { customerId: number; usdMicros: number },
+): Promise<void> {
+  const { entryId } = await appendLedger(
+    tx,
+    {
+      customerId: input.customerId,
+      mode: 'test',
+      amountMicros: input.usdMicros,
+      kind: 'topup',
+      note: 'test top-up from the chat bot',
+      actor: actor.name,
+      requestId: actor.requestId,
+    },
+    clock,
+  );
+  await recordAudit(
+    tx,
+    actor,
+    {
+      action: 'wallet.topup',
+      customerId: input.customerId,
+      target: String(entryId),
+      details: {
+        mode: 'test',
+        amount_usd: usdNumber(input.usdMicros),
+        note: 'test top-up from the chat bot',
+      },
+    },
+    clock,
+  );
+}
+
+/** A live top-up request, pending for 7 days. */
+export async function createTopupRequest(
+  tx: Queryable,
+  clock: Clock,
+  input: { customerId: number; usdMicros: number; telegramUserId: number; chatId: number },
+): Promise<TopupRow> {
+  const now = clock.now();
+  const r = await tx.query<TopupRow>(
+    `insert into topup_requests (id, customer_id, mode, usd_micros, state, telegram_user_id, chat_id, created_at, expires_at)
+     values ($1, $2, 'live', $3, 'pending', $4, $5, $6, $7) returning ${COLUMNS}`,
+    [
+      `tpr_${randomBase62(24)}`,
+      input.customerId,
+      input.usdMicros,
+      input.telegramUserId,
+      input.chatId,
+      now,
+      new Date(now.getTime() + TOPUP_TTL_MS),
+    ],
+  );
+  return rowFrom(r.rows[0]!);
+}
+
+export async function listTopupRequests(
+  q: Queryable,
+  f: { state?: TopupState; customerId?: number; limit?: number },
+) {
+  const r = await q.query<TopupRow>(
+    `select ${COLUMNS} from topup_requests
+      where ($1::text is null or state = $1) and ($2::bigint is null or customer_id = $2)
+      order by created_at desc, id desc limit $3`,
+    [f.state ?? null, f.customerId ?? null, f.limit ?? 100],
+  );
+  return r.rows.map(rowFrom);
+}
+
+/** A customer's pending requests (the /wallet reply). */
+export async function pendingTopups(q: Queryable, customerId: number) {
+  return listTopupRequests(q, { state: 'pending', customerId, limit: 10 });
+}
+
+async function lockRequest(tx: Queryable, id: string): Promise<TopupRow | null> {
+  const r = await tx.query<TopupRow>(`select ${COLUMNS} from topup_requests where id = $1 for update`, [id]);
+  return r.rows[0] ? rowFrom(r.rows[0]) : null;
+}
+
+/** A pending request past its 7 days is expired on the way (and cannot be decided any more). */
+async function stillPending(tx: Queryable, row: TopupRow, now: Date): Promise<boolean> {
+  if (row.state !== 'pending') return false;
+  if (row.expiresAt.getTime() > now.getTime()) return true;
+  await tx.query(`update topup_requests set state = 'expired', decided_at = $2 where id = $1`, [row.id, now]);
+  row.state = 'expired';
+  return false;
+}
+
+/**
+ * The operator approves a pending request: the wallet is credited once, however often this is
+ * sent (an approved request answers as it did, crediting nothing more).
+ */
+export async function approveTopup(
+  deps: { db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }; clock: Clock },
+  actor: Actor,
+  id: string,
+): Promise<{ request: TopupRow; credited: boolean }> {
+  return deps.db.transaction(async (tx) => {
+    const now = deps.clock.now();
+    const row = await lockRequest(tx, id);
+    if (!row) throw new ApiError('not_found', 'unknown top-up request');
+    if (row.state === 'approved') return { request: row, credited: false };
+    if (!(await stillPending(tx, row, now)))
+      throw new ApiError('conflict', `the top-up request is ${row.state}, not pending`);
+    const note = `top-up request ${row.id}`;
+    const { entryId } = await appendLedger(
+      tx,
+      {
+        customerId: row.customerId,
+        mode: row.mode,
+        amountMicros: row.usdMicros,
+        kind: 'topup',
+        note,
+        reference: row.id,
+        actor: actor.name,
+        requestId: actor.requestId,
+      },
+      deps.clock,
+    );
+    await tx.query(
+      `update topup_requests set state = 'approved', decided_at = $2, decided_by = $3 where id = $1`,
+      [row.id, now, actor.name],
+    );
+    await recordAudit(
+      tx,
+      actor,
+      {
+        action: 'wallet.topup',
+        customerId: row.customerId,
+        target: String(entryId),
+        details: { mode: row.mode, amount_usd: usdNumber(row.usdMicros), note, topup_request: row.id },
+      },
+      deps.clock,
+    );
+    return { request: { ...row, state: 'approved', decidedAt: now, decidedBy: actor.name }, credited: true };
+  });
+}
+
+/** The operator rejects a pending request with a reason; nothing is credited. */
+export async function rejectTopup(
+  deps: { db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }; clock: Clock },
+  actor: Actor,
+  id: string,
+  reason: string,
+): Promise<TopupRow> {
+  return deps.db.transaction(async (tx) => {
+    const now = deps.clock.now();
+    const row = await lockRequest(tx, id);
+    if (!row) throw new ApiError('not_found', 'unknown top-up request');
+    if (!(await stillPending(tx, row, now)))
+      throw new ApiError('conflict', `the top-up request is ${row.state}, not pending`);
+    await tx.query(
+      `update topup_requests set state = 'rejected', decided_at = $2, decided_by = $3, reason = $4 where id = $1`,
+      [row.id, now, actor.name, reason],
+    );
+    await recordAudit(
+      tx,
+      actor,
+      {
+        action: 'topup.reject',
+        customerId: row.customerId,
+        target: row.id,
+        details: { mode: row.mode, amount_usd: usdNumber(row.usdMicros), reason },
+      },
+      deps.clock,
+    );
+    return { ...row, state: 'rejected', decidedAt: now, decidedBy: actor.name };
+  });
+}
+
+/** The invoice's amount in the currency's smallest unit (two decimals: cents). */
+export const invoiceAmount = (usdMicros: number) => Math.round(usdMicros / 10_000);
+
+/** A pre-checkout is accepted only for a pending request of that amount and currency; else why not. */
+export async function preCheckoutRefusal(
+  q: Queryable,
+  now: Date,
+  input: { payload: string; totalAmount: number; currency: string; expectedCurrency: string },
+): Promise<string | null> {
+  const r = await q.query<TopupRow>(`select ${COLUMNS} from topup_requests where id = $1`, [input.payload]);
+  const row = r.rows[0] ? rowFrom(r.rows[0]) : null;
+  if (!row) return 'This top-up request is unknown.';
+  if (row.state !== 'pending' || row.expiresAt.getTime() <= now.getTime())
+    return `This top-up request is ${row.state === 'pending' ? 'expired' : row.state}; send /topup again.`;
+  if (input.currency !== input.expectedCurrency || input.totalAmount !== invoiceAmount(row.usdMicros))
+    return 'The amount or currency does not match the top-up request.';
+  return null;
+}
+
+/**
+ * A successful payment: credits the request's amount once per Telegram charge id (a payment
+ * delivered twice credits once), marks the request paid. Runs in the update's transaction.
+ * Returns null when that charge was credited before.
+ */
+export async function recordPayment(
+  tx: Queryable,
+  clock: Clock,
+  actor: Actor,
+  input: { requestId: string; chargeId: string; providerChargeId: string | null },
+): Promise<{ request: TopupRow } | null> {
+  const now = clock.now();
+  const row = await lockRequest(tx, input.requestId);
+  if (!row) throw new Error(`payment for an unknown top-up request ${input.requestId}`);
+  const seen = await tx.query('select 1 from topup_payments where charge_id = $1', [input.chargeId]);
+  if (seen.rows.length > 0) return null;
+  const note = `telegram payment ${input.chargeId} (provider ${input.providerChargeId ?? '-'}) for ${row.id}`;
+  const { entryId } = await appendLedger(
+    tx,
+    {
+      customerId: row.customerId,
+      mode: row.mode,
+      amountMicros: row.usdMicros,
+      kind: 'topup',
+      note,
+      reference: row.id,
+      actor: actor.name,
+      requestId: actor.requestId,
+    },
+    clock,
+  );
+  await tx.query(
+    `insert into topup_payments (charge_id, provider_charge_id, request_id, ledger_entry, created_at)
+     values ($1, $2, $3, $4, $5)`,
+    [input.chargeId, input.providerChargeId, row.id, entryId, now],
+  );
+  // Money received is credited whatever the request's state; the request records it was paid.
+  await tx.query(
+    `update topup_requests set state = 'paid', decided_at = coalesce(decided_at, $2), decided_by = $3
+                   where id = $1 and state in ('pending', 'expired')`,
+    [row.id, now, actor.name],
+  );
+  await recordAudit(
+    tx,
+    actor,
+    {
+      action: 'wallet.topup',
+      customerId: row.customerId,
+      target: String(entryId),
+      details: {
+        mode: row.mode,
+        amount_usd: usdNumber(row.usdMicros),
+        note,
+        topup_request: row.id,
+        telegram_payment_charge_id: input.chargeId,
+        provider_payment_charge_id: input.providerChargeId,
+      },
+    },
+    clock,
+  );
+  return { request: { ...row, state: 'paid' } };
+}
+
+/** Pending requests past their 7 days: expired; returned so the person can be told. */
+export async function expireTopups(q: Queryable, now: Date): Promise<TopupRow[]> {
+  const r = await q.query<TopupRow>(
+    `update topup_requests set state = 'expired', decided_at = $1 where state = 'pending' and expires_at <= $1
+     returning ${COLUMNS}`,
+    [now],
+  );
+  return r.rows.map(rowFrom);
+}

@@ -1,0 +1,51 @@
+// POST /bot/updates (contract 14.1): Telegram's webhook delivery of the chat bot's updates, on the
+// public listener, authenticated by Telegram's secret header instead of an API key.
+import { errorResponses, headersFor, json, type Op, PUBLIC } from './operations.ts';
+
+const botUpdatesOp: Op = { auth: false, errors: ['unauthorized', 'not_found'] };
+
+export function botPaths() {
+  return {
+    '/bot/updates': {
+      post: {
+        operationId: 'botUpdates',
+        tags: ['Service'],
+        summary: "The chat bot's updates, delivered by Telegram (BOT_UPDATES=webhook)",
+        description:
+          'Accepted only with `X-Telegram-Bot-Api-Secret-Token` equal to BOT_WEBHOOK_SECRET (otherwise 401, ' +
+          'nothing processed). The update is acted on at most once (by its `update_id`) before the answer. ' +
+          '404 when the bot is off or polls.',
+        security: PUBLIC,
+        parameters: [
+          {
+            name: 'X-Telegram-Bot-Api-Secret-Token',
+            in: 'header',
+            required: true,
+            schema: { type: 'string', minLength: 1, maxLength: 256 },
+          },
+        ],
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object',
+            required: ['update_id'],
+            properties: { update_id: { type: 'integer' } },
+            description: "A Telegram Update object (Telegram's Bot API reference).",
+          }),
+        },
+        responses: {
+          '200': {
+            description: 'Acted on (or acted on before).',
+            headers: headersFor(botUpdatesOp, 200),
+            content: json({
+              type: 'object',
+              required: ['ok', 'request_id'],
+              properties: { ok: { const: true }, request_id: { type: 'string' } },
+            }),
+          },
+          ...errorResponses(botUpdatesOp),
+        },
+      },
+    },
+  };
+}
