@@ -8,6 +8,7 @@ import * as jobs from './page-jobs.js';
 import * as operators from './page-operators.js';
 import * as overview from './page-overview.js';
 import * as quarantine from './page-quarantine.js';
+import * as topups from './page-topups.js';
 
 const app = document.getElementById('app');
 
@@ -18,6 +19,7 @@ const ROUTES = [
   [/^#\/jobs$/, jobs.renderList, 'jobs'],
   [/^#\/jobs\/(job_[A-Za-z0-9_-]+)$/, jobs.renderDetail, 'jobs'],
   [/^#\/quarantine$/, quarantine.render, 'quarantine'],
+  [/^#\/topups$/, topups.render, 'topups'],
   [/^#\/audit$/, audit.render, 'audit'],
   [/^#\/operators$/, operators.render, 'operators'],
 ];
@@ -62,6 +64,8 @@ function showSignIn(message) {
 
 let main;
 let nav;
+/** Nav labels that are not their page's name capitalised. */
+const LABELS = { topups: 'Top-ups' };
 
 function layout(operator) {
   main = h('main');
@@ -70,8 +74,8 @@ function layout(operator) {
   nav = h(
     'nav',
     h('strong', 'Redeem Gateway'),
-    ['overview', 'customers', 'jobs', 'quarantine', 'audit', 'operators'].map((p) =>
-      h('a', { href: `#/${p}`, 'data-nav': p }, p[0].toUpperCase() + p.slice(1)),
+    ['overview', 'customers', 'jobs', 'quarantine', 'topups', 'audit', 'operators'].map((p) =>
+      h('a', { href: `#/${p}`, 'data-nav': p }, LABELS[p] ?? p[0].toUpperCase() + p.slice(1)),
     ),
     h('span.who', { 'data-operator': operator.name }, `${operator.name} (${operator.role})`),
     h(

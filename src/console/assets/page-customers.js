@@ -4,6 +4,7 @@
 import { api, qs } from './api.js';
 import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, usd, when } from './dom.js';
+import { botSection } from './page-customer-bot.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
 import { ledgerSection, walletSection } from './page-wallet.js';
 
@@ -113,6 +114,7 @@ export async function renderDetail(main, id, flash) {
   const mode = c.keys.some((k) => k.mode === 'live') ? 'live' : 'test';
   const events = eventsSection(id, mode);
   const statement = statementSection(id, mode);
+  const bot = botSection(id);
   put(
     main,
     h(
@@ -152,13 +154,14 @@ export async function renderDetail(main, id, flash) {
       walletSection(c, base, reload, id),
     ),
     keysSection(c, id),
+    bot,
     ledgerSection(c, base),
     stockSection(c, base, reload),
     await usageSection(id),
     statement,
     events,
   );
-  await Promise.all([events.ready, statement.ready]);
+  await Promise.all([events.ready, statement.ready, bot.ready]);
 }
 
 function keysSection(c, id) {
