@@ -268,9 +268,18 @@ const schema = z
     BOT_WEBHOOK_SECRET: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v), {
       message: 'BOT_WEBHOOK_SECRET must be 16 to 256 characters of A-Z, a-z, 0-9, _ and -',
     }),
-    BOT_WEBHOOK_URL: optionalString.refine((v) => v === undefined || /^https:\/\/[^/]/.test(v), {
-      message: 'BOT_WEBHOOK_URL must be an https:// URL',
-    }),
+    // https:// as Telegram requires; http:// only to a loopback host (a local Bot API server or stand-in).
+    BOT_WEBHOOK_URL: optionalString.refine(
+      (v) => {
+        if (v === undefined || /^https:\/\/[^/]/.test(v)) return true;
+        try {
+          return v.startsWith('http://') && isLoopbackHost(new URL(v).hostname);
+        } catch {
+          return false;
+        }
+      },
+      { message: 'BOT_WEBHOOK_URL must be an https:// URL (or http:// to a loopback address)' },
+    ),
     BOT_CHECKS_PER_DAY: optionalString.transform((v, ctx) => positiveInt(v, 500, 'BOT_CHECKS_PER_DAY', ctx)),
     // Not in the contract: how often the bot looks for alerts to send (14.6) and expires top-ups.
     BOT_ALERT_INTERVAL_MS: optionalString.transform((v, ctx) =>

@@ -107,7 +107,7 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
         allowed_updates: [...ALLOWED_UPDATES],
       });
   } else {
-    poller = startPolling(app, bot.api, handleUpdate);
+    poller = startPolling(app, bot.api, bot.botInfo.id, handleUpdate);
   }
   const progress: BackgroundLoop = startBackgroundLoop({
     name: 'bot progress',

@@ -40,6 +40,7 @@ export interface Poller {
 export function startPolling(
   app: ServerContext,
   api: Api,
+  botId: number,
   handle: (update: Update) => Promise<void>,
   opts: { leaseTtlMs?: number; takeEveryMs?: number } = {},
 ): Poller {
@@ -61,7 +62,15 @@ export function startPolling(
 
   const lease = async () => {
     try {
-      holding = await takePollLease(app.db, INSTANCE_ID, app.clock.now(), ttl);
+      // On the embedded database this is the only process: a lease left by a crash is ours.
+      holding = await takePollLease(
+        app.db,
+        botId,
+        INSTANCE_ID,
+        app.clock.now(),
+        ttl,
+        app.db.kind === 'pglite',
+      );
     } catch (err) {
       holding = false;
       app.logger.warn({ err }, 'bot: could not take or renew the polling lease');
@@ -133,7 +142,7 @@ export function startPolling(
       abort?.abort();
       wake?.();
       await run.catch(() => undefined);
-      if (holding) await releasePollLease(app.db, INSTANCE_ID).catch(() => undefined);
+      if (holding) await releasePollLease(app.db, botId, INSTANCE_ID).catch(() => undefined);
       holding = false;
     },
   };

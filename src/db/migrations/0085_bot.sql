@@ -84,9 +84,9 @@ create table bot_check_usage (
   primary key (customer_id, day)
 );
 
--- One row: which process polls Telegram now, until when (14.1).
+-- Which process polls Telegram now for a bot, until when (14.1).
 create table bot_poll_lease (
-  id integer primary key check (id = 1),
+  bot_id bigint primary key,
   owner text not null,
   expires_at timestamptz not null
 );
