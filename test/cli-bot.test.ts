@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { adminMain } from '../src/cli/admin.ts';
 import { ADMIN_TOKEN, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
-import { type BotTestApp, createBotTestApp, person, say } from './helpers/bot.ts';
+import { type BotTestApp, createBotTestApp, linkPerson, person, say } from './helpers/bot.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -252,4 +252,127 @@ describe('admin bot …', () => {
       expect(help.stdout).toContain(line);
     }
   });
+});
+
+describe('admin topups …', () => {
+  /** A live `/topup` by an owner in the chat: a pending request; its id. */
+  async function asked(who: Parameters<typeof say>[1], usd: string): Promise<string> {
+    const reply = await say(t, who, `/topup ${usd}`);
+    const id = /Top-up request (tpr_[A-Za-z0-9]+) made/.exec(reply.text ?? '')?.[1];
+    if (!id) throw new Error(`no request made: ${reply.text}`);
+    return id;
+  }
+
+  test('list, approve (credited once, however often), reject with a reason; decided is final', async () => {
+    const m = await createMerchant(t);
+    const ID = String(m.customerId);
+    const owner = await linkPerson(t, m.customerId, 'owner', person('payer'));
+    const first = await asked(owner, '25');
+    const second = await asked(owner, '10.5');
+
+    const listed = await cli(['topups', 'list', '--state', 'pending', '--customer', ID]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('top-up requests, newest first:');
+    expect(lines[1]).toMatch(
+      /^ {2}id +customer +mode +usd +state +telegram_id +created_at +decided_at +decided_by$/,
+    );
+    expect(lines.slice(2).map((l) => l.trim().split(/\s{2,}/))).toEqual([
+      [
+        second,
+        ID,
+        'live',
+        '10.5',
+        'pending',
+        String(owner.id),
+        expect.stringMatching(/^2026-11-22T09:00:/),
+        '-',
+        '-',
+      ],
+      [
+        first,
+        ID,
+        'live',
+        '25',
+        'pending',
+        String(owner.id),
+        expect.stringMatching(/^2026-11-22T09:00:/),
+        '-',
+        '-',
+      ],
+    ]);
+
+    const approved = await cli(['topups', 'approve', first]);
+    expect(approved).toEqual({
+      code: 0,
+      stdout: `top-up request ${first}: 25 USD (live) for customer ${ID}, approved; balance 25 USD\n`,
+      stderr: '',
+    });
+    // Sent again (a retry after a lost answer): the same answer, nothing credited twice.
+    expect(await cli(['topups', 'approve', first])).toEqual(approved);
+    const ledger = await t.ctx.db.query(
+      `select 1 from wallet_ledger where customer_id = $1 and mode = 'live' and kind = 'topup'`,
+      [m.customerId],
+    );
+    expect(ledger.rows).toHaveLength(1);
+    const approvedJson = onlyJson(await cli(['topups', 'approve', first, '--json']));
+    expect(approvedJson).toEqual({
+      ok: true,
+      request_id: expect.stringMatching(/^req_/),
+      request: {
+        id: first,
+        customer_id: m.customerId,
+        mode: 'live',
+        usd: 25,
+        state: 'approved',
+        telegram_user_id: owner.id,
+        created_at: expect.any(String),
+        decided_at: expect.any(String),
+        decided_by: 'root',
+      },
+      balance_usd: 25,
+    });
+
+    const [noReason, decided, unknown] = await Promise.all([
+      cli(['topups', 'reject', second]),
+      cli(['topups', 'reject', first, '--reason', 'too late']),
+      cli(['topups', 'approve', 'tpr_nothing']),
+    ]);
+    expect(noReason).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: --reason is required (usage: redeem-gateway admin topups reject REQUEST_ID --reason TEXT)\n',
+    });
+    expect(decided).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'error: conflict: the top-up request is approved, not pending\n',
+    });
+    expect(unknown).toEqual({ code: 1, stdout: '', stderr: 'error: not_found: unknown top-up request\n' });
+
+    expect(await cli(['topups', 'reject', second, '--reason', 'no transfer arrived'])).toEqual({
+      code: 0,
+      stdout: `top-up request ${second}: 10.5 USD (live) for customer ${ID}, rejected\n`,
+      stderr: '',
+    });
+    // The person who asked is told, with the reason.
+    await t.sim.waitFor(() =>
+      t.sim.botMessages(owner.id).find((x) => x.text?.includes('no transfer arrived')),
+    );
+
+    expect(await cli(['topups', 'list', '--state', 'pending', '--customer', ID])).toEqual({
+      code: 0,
+      stdout: 'no top-up requests\n',
+      stderr: '',
+    });
+    const all = onlyJson(await cli(['topups', 'list', '--customer', ID, '--json']));
+    expect((all.requests as { id: string; state: string }[]).map((r) => [r.id, r.state])).toEqual([
+      [second, 'rejected'],
+      [first, 'approved'],
+    ]);
+    const badState = await cli(['topups', 'list', '--state', 'lost']);
+    expect(badState.code).toBe(1);
+    expect(badState.stderr).toMatch(/^error: bad_request: [^\n]*state[^\n]*\n$/);
+  }, 60_000);
 });
