@@ -29,11 +29,12 @@ export function botSection(id) {
   const unbind = (u) => async () => {
     try {
       await api('POST', `/admin/v1/bot-users/${encodeURIComponent(u.user_id)}/unbind`);
-      status.ok(`Unbound ${personName(u)}: the bot treats them as unlinked from now on.`);
-      await loadUsers();
     } catch (err) {
-      status.error(err);
+      return status.error(err);
     }
+    // The list is read again before the line says it is done, so what it says is what is shown.
+    await loadUsers().catch(() => {});
+    status.ok(`Unbound ${personName(u)}: the bot treats them as unlinked from now on.`);
   };
 
   const form = h(

@@ -39,17 +39,19 @@ async function decide(req, verb, status, reload) {
     if (!reason.trim()) return status.error({ message: 'A rejection needs a reason: nothing was sent.' });
     body = { reason: reason.trim() };
   }
+  let a;
   try {
-    const a = await api('POST', `/admin/v1/topup-requests/${encodeURIComponent(req.id)}/${verb}`, body);
-    status.ok(
-      verb === 'approve'
-        ? `Approved ${req.id}: ${usd(req.usd)} credited to customer ${req.customer_id} (${req.mode}); the balance is ${usd(a.balance_usd)}.`
-        : `Rejected ${req.id}; the person who asked is told.`,
-    );
-    await reload();
+    a = await api('POST', `/admin/v1/topup-requests/${encodeURIComponent(req.id)}/${verb}`, body);
   } catch (err) {
-    status.error(err);
+    return status.error(err);
   }
+  // The list is read again before the line says it is done, so what it says is what is shown.
+  await reload().catch(() => {});
+  status.ok(
+    verb === 'approve'
+      ? `Approved ${req.id}: ${usd(req.usd)} credited to customer ${req.customer_id} (${req.mode}); the balance is ${usd(a.balance_usd)}.`
+      : `Rejected ${req.id}; the person who asked is told.`,
+  );
 }
 
 const customerCell = (names) => (q) =>
