@@ -202,6 +202,30 @@ describe('links and binding', () => {
   }, 60_000);
 });
 
+describe('the Bot API', () => {
+  test('a 429 with retry_after is waited out and the reply still arrives; metrics count updates and replies', async () => {
+    const m = await createMerchant(t);
+    const who = await linkPerson(t, m.customerId);
+    t.sim.failNext('sendMessage', {
+      error_code: 429,
+      description: 'Too Many Requests: retry after 1',
+      retry_after: 1,
+    });
+    const started = Date.now();
+    const reply = await say(t, who, '/help');
+    expect(reply.text).toContain('Commands:');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    const failed = t.sim.calls.filter((c) => c.method === 'sendMessage' && c.error_code === 429);
+    expect(failed.length).toBeGreaterThanOrEqual(1);
+    const text = await t.ctx.metrics.registry.metrics();
+    expect(text).toMatch(/redeem_gateway_bot_updates_total\{kind="message",result="acted"\} [1-9]/);
+    expect(text).toMatch(/redeem_gateway_bot_replies_total\{method="sendMessage"\} [1-9]/);
+    // The token travels in the URL path only: no call's parameters, and no log line, hold it.
+    expect(JSON.stringify(t.sim.calls.map((c) => c.params))).not.toContain(t.sim.token.split(':')[1]);
+    expect(t.logs.join('')).not.toContain(t.sim.token.split(':')[1]);
+  });
+});
+
 test('without a bot: a link is 409 conflict, GET /admin/v1/bot says disabled', async () => {
   const plain = await createTestApp();
   try {

@@ -10,7 +10,7 @@ import { me, uniqueCode, walletInvariants } from './helpers/redeem.ts';
 
 let t: BotTestApp;
 beforeAll(async () => {
-  t = await createBotTestApp();
+  t = await createBotTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } });
 });
 afterAll(async () => {
   await t?.close();
@@ -116,12 +116,13 @@ describe('the manual redeem', () => {
     const { m, who } = await shop();
     await t.sim.sendText(who, `/addstock 660 ${uniqueCode('OK', '-660')} ${uniqueCode('OK', '-660')}`);
     await t.sim.waitFor(() => botMessages(t, who).find((x) => x.text?.includes('added: 2')));
-    await t.api.inject({
+    const hook = await t.api.inject({
       method: 'POST',
       url: '/v1/webhook',
       headers: bearer(m.key),
-      payload: { url: 'https://example.com/hook' },
+      payload: { url: 'https://127.0.0.1:9/hook' },
     });
+    expect(hook.statusCode, hook.body).toBe(200);
     const before = await me(t, m.key);
     const msg = await confirm(who, `${PLAYER} packs=660x1`);
     expect(msg.text!.split('\n')[0]).toBe('[test]');

@@ -182,7 +182,9 @@ describe('top-ups paid with a Telegram invoice', () => {
 describe('alerts', () => {
   let t: BotTestApp;
   beforeAll(async () => {
-    t = await createBotTestApp({ env: { BOT_ALERT_INTERVAL_MS: '100' } });
+    t = await createBotTestApp({
+      env: { BOT_ALERT_INTERVAL_MS: '100', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -225,5 +227,51 @@ describe('alerts', () => {
     expect(alertsIn(who, /subscription expire/)).toHaveLength(2);
 
     expect((await say(t, who, '/alerts off')).text).toContain('alerts: off');
+  });
+
+  test('a live stock category at 0 and webhook events that ended failed are told once each', async () => {
+    const m = await createMerchant(t, { key: { mode: 'live' }, topup: { live: 5 } });
+    const who = await linkPerson(t, m.customerId, 'owner');
+    const code = `OK-${Date.now().toString(36).toUpperCase()}-60`;
+    await adminCall(t, 'POST', `/admin/v1/customers/${m.customerId}/stock`, {
+      mode: 'live',
+      category: '60',
+      codes: [code],
+    });
+    const hook = await t.api.inject({
+      method: 'POST',
+      url: '/v1/webhook',
+      headers: { authorization: `Bearer ${m.key}` },
+      payload: { url: 'https://127.0.0.1:9/hook' },
+    });
+    expect(hook.statusCode, hook.body).toBe(200);
+    await settle();
+    expect(alertsIn(who, /stock of 60 is empty/)).toHaveLength(0);
+    const res = await t.api.inject({
+      method: 'POST',
+      url: '/v1/redeem',
+      headers: { authorization: `Bearer ${m.key}`, 'idempotency-key': code },
+      payload: { player_id: '5123456789', packs: { '60': 1 }, async: true },
+    });
+    expect(res.statusCode).toBe(202);
+    await t.sim.waitFor(() => alertsIn(who, /stock of 60 is empty/).length === 1 || undefined, 10_000);
+    // The job's event: this app runs no webhook worker, so its drop after every retry is written
+    // as the worker writes it (the worker's own drop is tested in webhook-delivery.test.ts).
+    const events = await t.ctx.db.query<{ id: string }>(
+      'select id from webhook_events where customer_id = $1',
+      [m.customerId],
+    );
+    expect(events.rows).toHaveLength(1);
+    t.clock.advance(1000);
+    await t.ctx.db.query(
+      `update webhook_events set state = 'dropped', finished_at = $2, attempts = 4 where id = $1`,
+      [events.rows[0]!.id, t.clock.now()],
+    );
+    const told = await t.sim.waitFor(() => alertsIn(who, /webhook events failed/)[0], 10_000);
+    expect(told.text).toContain(`last_event: ${events.rows[0]!.id}`);
+    expect(told.text).toContain('failed_events: 1');
+    await settle();
+    expect(alertsIn(who, /webhook events failed/)).toHaveLength(1);
+    expect(alertsIn(who, /stock of 60 is empty/)).toHaveLength(1);
   });
 });

@@ -247,6 +247,35 @@ describe('loadConfig', () => {
     expect(loadConfig({ HOST: '0.0.0.0' }).HOST).toBe('0.0.0.0');
   });
 
+  test('the chat bot (contract 14.1): off by default; a malformed token, an unknown BOT_UPDATES, webhook without its secret', () => {
+    expect(loadConfig({}).BOT_TOKEN).toBeUndefined();
+    expect(loadConfig({})).toMatchObject({
+      BOT_API_ROOT: 'https://api.telegram.org',
+      BOT_UPDATES: 'polling',
+      BOT_CHECKS_PER_DAY: 500,
+      BOT_PAYMENT_CURRENCY: 'USD',
+    });
+    const token = '123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
+    expect(loadConfig({ BOT_TOKEN: token, BOT_API_ROOT: 'http://127.0.0.1:8090/' }).BOT_API_ROOT).toBe(
+      'http://127.0.0.1:8090',
+    );
+    for (const bad of ['abc', '123456', ':secretsecretsecretsecret', '123456:short'])
+      expect(expectRejected({ BOT_TOKEN: bad }, 'BOT_TOKEN')).not.toContain(bad);
+    expectRejected({ BOT_TOKEN: token, BOT_UPDATES: 'push' }, 'BOT_UPDATES');
+    expectRejected({ BOT_TOKEN: token, BOT_UPDATES: 'webhook' }, 'BOT_WEBHOOK_SECRET');
+    expectRejected({ BOT_API_ROOT: 'ftp://x' }, 'BOT_API_ROOT');
+    expectRejected({ BOT_WEBHOOK_URL: 'http://example.com/bot/updates' }, 'BOT_WEBHOOK_URL');
+    expectRejected({ BOT_PAYMENT_CURRENCY: 'usd' }, 'BOT_PAYMENT_CURRENCY');
+    expect(
+      loadConfig({
+        BOT_TOKEN: token,
+        BOT_UPDATES: 'webhook',
+        BOT_WEBHOOK_SECRET: 's'.repeat(20),
+        BOT_WEBHOOK_URL: 'http://127.0.0.1:9/bot/updates',
+      }).BOT_UPDATES,
+    ).toBe('webhook');
+  });
+
   test('other settings: LOG_LEVEL, WEBHOOK_ALLOW_PRIVATE_TARGETS, ADMIN_TOKEN', () => {
     expectRejected({ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL');
     expectRejected({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_TARGETS');

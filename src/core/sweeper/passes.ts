@@ -2,6 +2,7 @@
 // quarantine checks, retention), run together by one background loop.
 import { isConnectionError } from '../../db/database.ts';
 import { checkQuarantined } from '../billing/quarantine.ts';
+import { pruneUpdates } from '../bot/updates.ts';
 import type { AppContext } from '../context.ts';
 import { recoverOrphanedJobs } from '../jobs/recovery.ts';
 import { purgeExpiredKeys } from '../redeem/idempotency-keys.ts';
@@ -22,6 +23,11 @@ export const SWEEP_PASSES: SweepPass[] = [
   { name: 'job recovery', run: (ctx) => recoverOrphanedJobs(ctx, { all: false }) },
   { name: 'idempotency key purge', run: (ctx) => purgeExpiredKeys(ctx.db, ctx.clock.now()) },
   { name: 'quarantine check', run: (ctx) => checkQuarantined(ctx) },
+  // The bot's record of updates acted on: Telegram redelivers an update for 24 hours at most.
+  {
+    name: 'bot update purge',
+    run: (ctx) => pruneUpdates(ctx.db, new Date(ctx.clock.now().getTime() - 7 * 24 * 3600 * 1000)),
+  },
   // Code ciphertexts of old finished jobs, old webhook events (contract 12.2).
   {
     name: 'retention',
