@@ -152,6 +152,13 @@ export const EXAMPLES: Record<string, OperationExample> = {
       note: 'Each delivery carries SVC-Signature …',
     },
   },
+  botUpdates: {
+    request:
+      'POST /bot/updates\nX-Telegram-Bot-Api-Secret-Token: <BOT_WEBHOOK_SECRET>\n\n' +
+      '{"update_id": 812345678, "message": {"message_id": 7, "chat": {"id": 1001, "type": "private"}, "text": "/stock"}}',
+    status: 200,
+    response: { ok: true, request_id: REQ },
+  },
   health: {
     request: 'GET /v1/health',
     status: 200,

@@ -17,7 +17,7 @@ export function registerBotUpdateRoutes(app: FastifyInstance, ctx: ServerContext
   app.post('/bot/updates', async (request) => {
     const bot = ctx.bot;
     const secret = ctx.config.BOT_WEBHOOK_SECRET;
-    if (!bot || bot.updates !== 'webhook' || !secret) throw new ApiError('not_found', 'no bot webhook here');
+    if (bot?.updates !== 'webhook' || !secret) throw new ApiError('not_found', 'no bot webhook here');
     const given = request.headers['x-telegram-bot-api-secret-token'];
     if (typeof given !== 'string' || !sameSecret(given, secret))
       throw new ApiError('unauthorized', 'missing or wrong X-Telegram-Bot-Api-Secret-Token');

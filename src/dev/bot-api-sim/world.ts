@@ -395,8 +395,5 @@ function userNames(user: SimUser | undefined): Json {
 export function telegramUser(user: SimUser): Json {
   return { id: user.id, is_bot: false, ...userNames(user), language_code: 'en' };
 }
-
 /** The kind of an update: its one field besides update_id (message, callback_query …). */
-export function updateKind(update: Update): string {
-  return Object.keys(update).find((k) => k !== 'update_id') ?? 'unknown';
-}
+const updateKind = (u: Update) => Object.keys(u).find((k) => k !== 'update_id') ?? 'unknown';
