@@ -81,6 +81,13 @@ const NOT_AUDITED: Record<string, string> = {
   // Runs the automatic status check now; each settlement it makes is the checker's ('check'),
   // in the checker's own transactions, as when it runs by itself. The viewer is refused it.
   'POST /admin/v1/quarantine/check': 'the automatic checker, run now',
+  // The chat bot's write routes need a bot and a person in a chat (the Bot API stand-in): their
+  // audit rows (bot.link, bot.unbind, wallet.topup, topup.reject) are checked in
+  // test/bot-links.test.ts, test/bot-wallet.test.ts and test/cli-bot.test.ts.
+  'POST /admin/v1/customers/:id/bot-links': 'bot.link, in test/bot-links.test.ts',
+  'POST /admin/v1/bot-users/:id/unbind': 'bot.unbind, in test/bot-links.test.ts',
+  'POST /admin/v1/topup-requests/:id/approve': 'wallet.topup, in test/bot-wallet.test.ts',
+  'POST /admin/v1/topup-requests/:id/reject': 'topup.reject, in test/bot-wallet.test.ts',
 };
 
 const CASES: Record<string, Case> = {

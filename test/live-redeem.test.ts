@@ -240,7 +240,7 @@ describe('live keys use the upstream', () => {
       outcome(c, 'activated', 'consumed'),
       outcome(timeout, 'failed', 'quarantined'),
     ]);
-    expect(sim.stats().requests).toEqual({ activate: 0, status: 0 });
+    expect(sim.stats().requests).toEqual({ activate: 0, status: 0, check: 0 });
     expect(sim.redemption(c)).toBeUndefined();
   });
 });
