@@ -3,8 +3,11 @@
 // table, per mode, keyed by the code's keyed hash; an activation hands the row back with its
 // answer (ActivationOutcome.memory) and the outcome's commit writes it (redeem_record_outcome),
 // answering code_used instead when the code is remembered already. `status` reads it.
+// A row is written under the hash of the ring's first key and found under every key of the ring
+// (memoryHashes), so an encryption-key rotation and a restart forget nothing; the rotation then
+// rewrites the rows under the new first key (core/crypto/rotation.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { codeHash } from '../core/crypto/code-crypto.ts';
+import { codeHashes } from '../core/crypto/code-crypto.ts';
 import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Queryable } from '../db/database.ts';
@@ -18,6 +21,15 @@ function categoryOf(code: string): { category: string | null; uc: number | null 
   return uc !== null && (CATALOG_UC as readonly number[]).includes(uc)
     ? { category: String(uc), uc }
     : { category: null, uc: null };
+}
+
+/**
+ * The hashes a code's memory row may have: under the ring's first key (a new row's) and under the
+ * older keys (a row written before a rotation that has not rewritten it yet).
+ */
+export function memoryHashes(codeKey: Buffer, code: string): { codeHash: string; olderHashes: string[] } {
+  const [codeHash, ...olderHashes] = codeHashes(codeKey, code);
+  return { codeHash: codeHash!, olderHashes };
 }
 
 export function createSandboxActivator(deps: {
@@ -50,7 +62,7 @@ export function createSandboxActivator(deps: {
       // remembered already: activated before, or by a request that committed first).
       const activated: ActivationOutcome = {
         ...answer('activated'),
-        memory: { mode, codeHash: codeHash(deps.codeKey, code), playerId },
+        memory: { mode, ...memoryHashes(deps.codeKey, code), playerId },
       };
       // A SLOW code is decided at once and answered late, like an upstream that is slow to reply.
       if (code.includes('SLOW')) await sleep(slowMs);
@@ -59,8 +71,8 @@ export function createSandboxActivator(deps: {
     async status({ mode, code }) {
       if (code.includes('USED')) return { redeemed: true, playerId: null };
       const r = await deps.db.query<{ playerId: string }>(
-        'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = $2',
-        [mode, codeHash(deps.codeKey, code)],
+        'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = any($2) limit 1',
+        [mode, codeHashes(deps.codeKey, code)],
       );
       const row = r.rows[0];
       return row ? { redeemed: true, playerId: row.playerId } : { redeemed: false };
