@@ -154,13 +154,16 @@ export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudge
     while (logs.size > maxKeys) logs.delete(logs.keys().next().value!);
   };
 
-  const timer = opts.shared
-    ? setInterval(() => {
-        if (lastNowMs > 0) forget(lastNowMs);
-        settle().catch((err) => opts.onError?.(err));
-      }, opts.settleEveryMs ?? 1000)
-    : null;
-  timer?.unref();
+  // Keys whose window emptied are forgotten as it goes (every 10 s in one process), so memory
+  // follows the keys read in the last window, not every key ever read.
+  const timer = setInterval(
+    () => {
+      if (lastNowMs > 0) forget(lastNowMs);
+      if (opts.shared) settle().catch((err) => opts.onError?.(err));
+    },
+    opts.shared ? (opts.settleEveryMs ?? 1000) : 10_000,
+  );
+  timer.unref();
 
   const takeAfterSettle = async (subject: string, nowMs: number): Promise<WindowSlot> => {
     // Reads of this key arriving meanwhile wait for the same settle, so none passes the bound.
@@ -184,7 +187,7 @@ export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudge
       return takeAfterSettle(subject, nowMs);
     },
     async stop() {
-      if (timer) clearInterval(timer);
+      clearInterval(timer);
       if (opts.shared) await settle().catch((err) => opts.onError?.(err));
     },
   };
