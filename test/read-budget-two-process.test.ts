@@ -16,34 +16,43 @@ test.skipIf(!onPostgres)(
     const servers: ServerProcess[] = [];
     for (let i = 0; i < 2; i++) servers.push(await processes.start(processes.dataDir()));
     const m = await createProcessMerchant(servers[0]!);
-    const read = (i: number) =>
-      fetch(`${servers[i % 2]!.url}/v1/me`, { headers: { authorization: `Bearer ${m.key}` } }).then(
-        async (r) => {
-          await r.arrayBuffer();
-          return r.status;
-        },
-      );
-    const started = Date.now();
-    const statuses: number[] = [];
+    const read = async (i: number) => {
+      const start = performance.now();
+      const r = await fetch(`${servers[i % 2]!.url}/v1/me`, {
+        headers: { authorization: `Bearer ${m.key}` },
+      });
+      await r.arrayBuffer();
+      return { status: r.status, start, end: performance.now() };
+    };
+    const answers: { status: number; start: number; end: number }[] = [];
     // 20 reads in flight, alternating between the processes.
     let next = 0;
     await Promise.all(
       Array.from({ length: 20 }, async () => {
         while (next < 500) {
           const i = next++;
-          statuses[i] = await read(i);
+          answers[i] = await read(i);
         }
       }),
     );
-    const elapsedMs = Date.now() - started;
-    // Within one window, or the bound says nothing about these reads.
-    expect(elapsedMs).toBeLessThan(10_000);
-    const passed = statuses.filter((s) => s === 200).length;
+    const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
-    expect(passed).toBeGreaterThanOrEqual(300);
-    expect(passed).toBeLessThanOrEqual(300 + MAX_UNSETTLED * (servers.length - 1));
-    // Both processes answered 429s: the budget was shared, not per process (600 would pass).
-    const perProcess = [0, 1].map((p) => statuses.filter((s, i) => i % 2 === p && s === 429).length);
-    expect(perProcess.every((n) => n > 0)).toBe(true);
+    const passed = answers.filter((a) => a.status === 200);
+    expect(passed.length).toBeGreaterThanOrEqual(300);
+    // The bound, in any sliding 10 s: a read answered 200 between its start and its end was
+    // accepted then, so the reads wholly inside a window were accepted in it (a slow machine
+    // spreads them over more windows, and the check still holds).
+    const most = Math.max(
+      ...passed.map((w) => passed.filter((a) => a.start >= w.start && a.end < w.start + 10_000).length),
+    );
+    expect(most).toBeLessThanOrEqual(300 + MAX_UNSETTLED * (servers.length - 1));
+    // Within one window, both processes answered 429s: the budget is shared, not per process
+    // (two budgets would pass all 500).
+    const spanMs = Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start));
+    if (spanMs < 10_000) {
+      const perProcess = [0, 1].map((p) => statuses.filter((s, i) => i % 2 === p && s === 429).length);
+      expect(perProcess.every((n) => n > 0)).toBe(true);
+      expect(most).toBeGreaterThanOrEqual(300);
+    }
   },
 );
