@@ -21,6 +21,8 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       body?: string;
       requests?: Request[];
+      /** Requests a second over all connections (autocannon paces them). */
+      overallRate?: number;
     }
     interface Histogram {
       average: number;

@@ -57,10 +57,12 @@ export interface GatewayOptions {
   settings?: Record<string, string>;
   /** Extra node flags (--cpu-prof …). */
   nodeArgs?: string[];
+  /** A data directory to start on again (a stopped gateway's); default a new one. */
+  dataDir?: string;
 }
 
 export async function startGateway(o: GatewayOptions = {}): Promise<Gateway> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'redeem-bench-'));
+  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'redeem-bench-'));
   const port = await freePort();
   const adminPort = await freePort();
   const adminToken = o.adminToken ?? `adm_bench_${randomBytes(16).toString('hex')}`;

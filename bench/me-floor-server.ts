@@ -1,8 +1,8 @@
 // The ceiling of the GET /v1/me goal (issue 10): the least a /v1/me can do, run as its own process
 // like the gateway. The same work the contract asks of the answer: the key's SHA-256 digest looked
 // up in an in-process map (one query on a miss, like the gateway's key cache), the gateway's own
-// statement (`loadKeyAccountState`, prepared, which also counts the read in the key's read budget
-// of contract 13.8, as every /v1/me must), the same headers and the same body built by the
+// statement (`loadKeyAccountState`, prepared), the read counted in the key's read budget of
+// contract 13.8 in memory (as every /v1/me must, core/limits/read-budget.ts), the same headers and the same body built by the
 // gateway's own functions. What it leaves out is everything around that work: the gateway's
 // hooks, request logger, metrics, graceful-stop accounting, error handling, revocation, expiry and
 // scope checks. Its rate against "Fastify + one prepared pg query" is the highest ratio any
@@ -15,6 +15,7 @@ import { loadKeyAccountState, meView, today } from '../src/core/accounts/account
 import { systemClock } from '../src/core/clock.ts';
 import { newRequestId } from '../src/core/ids.ts';
 import { sha256Hex } from '../src/core/keys/keys.ts';
+import { createReadBudget } from '../src/core/limits/read-budget.ts';
 import type { Queryable } from '../src/db/database.ts';
 import { EVERY_RESPONSE_HEADERS, setAccountHeaders } from '../src/http/headers.ts';
 import { serveChild } from './serve-child.ts';
@@ -62,18 +63,20 @@ async function keyFacts(token: string): Promise<Facts | undefined> {
   return found;
 }
 
-// The read budget of contract 13.8 at its default (300 per key per sliding 10 s), counted in the
-// same statement as the gateway counts it.
+// The read budget of contract 13.8 at its default (300 per key per sliding 10 s), counted in
+// memory as the gateway counts it (core/limits/read-budget.ts), exact: this one process.
 const READ_RULE = { bucket: 'read', what: 'reads for this key', limit: 300, windowMs: 10_000 };
+const budget = createReadBudget(db, READ_RULE, { shared: false });
 
 const app = Fastify({ logger: false, genReqId: newRequestId });
 app.get('/v1/me', async (request, reply) => {
   const header = request.headers.authorization ?? '';
   const key = header.startsWith('Bearer ') ? await keyFacts(header.slice(7)) : undefined;
-  const read = { rule: READ_RULE, subject: key?.id ?? '', nowMs: Date.now() };
-  const found = key && (await loadKeyAccountState(db, key, today(systemClock), read));
+  const slot = key && budget.take(key.id, Date.now());
+  if (slot && !(slot instanceof Promise) && !slot.allowed)
+    return reply.code(429).send({ ok: false, error_code: 'rate_limited' });
+  const found = key && (await loadKeyAccountState(db, key, today(systemClock)));
   if (!key || !found) return reply.code(401).send({ ok: false, error_code: 'unauthorized' });
-  if (!found.readSlot.allowed) return reply.code(429).send({ ok: false, error_code: 'rate_limited' });
   reply
     .header('X-Request-Id', request.id)
     .header('Cache-Control', 'no-store')

@@ -46,6 +46,7 @@ Environment (defaults in brackets):
   WEBHOOK_DNS_TIMEOUT_MS        deadline of one webhook host lookup [5000]
   WEBHOOK_DNS_CONCURRENCY       webhook host lookups at once [8]
   READ_RATE_LIMIT               reads per key per sliding 10 s [300]
+  READ_BUDGET_SETTLE_MS         on PostgreSQL: how often reads settle across processes [1000]
   WEBHOOK_RATE_LIMIT            webhook registrations per customer and mode a minute [10]
   REDELIVER_RATE_LIMIT          webhook redeliveries per customer and mode a minute [10]
   UNKNOWN_KEY_RATE_LIMIT        unknown keys per client address per 10 s [50]

@@ -235,6 +235,11 @@ const schema = z
     // webhook registrations and redeliveries per customer and mode per minute, and requests with
     // an unknown key per client address per 10 s (with the number of addresses remembered).
     READ_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 300, 'READ_RATE_LIMIT', ctx)),
+    // Several processes: how often each settles the reads it accepted with the database
+    // (core/limits/read-budget.ts; the bound on what a key may pass does not depend on it).
+    READ_BUDGET_SETTLE_MS: optionalString.transform((v, ctx) =>
+      positiveInt(v, 1000, 'READ_BUDGET_SETTLE_MS', ctx),
+    ),
     WEBHOOK_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 10, 'WEBHOOK_RATE_LIMIT', ctx)),
     REDELIVER_RATE_LIMIT: optionalString.transform((v, ctx) =>
       positiveInt(v, 10, 'REDELIVER_RATE_LIMIT', ctx),

@@ -298,3 +298,70 @@ describe('paging', () => {
     expect(filtered.next_cursor).toBeNull();
   });
 });
+
+// Issue 35 item 6: the state is a column (webhook_events.log_state, kept by triggers in the
+// transaction of each change), so a list filtered by state reads an index range.
+describe('the event state kept in a column', () => {
+  const derived = `case
+      when e.state = 'pending' or exists (select 1 from webhook_redeliveries d where d.event_id = e.id and d.state <> 'done') then 'pending'
+      when e.state = 'delivered' or exists (select 1 from webhook_redeliveries d where d.event_id = e.id and d.state = 'done'
+             and d.error_class is null and d.status between 200 and 299) then 'delivered'
+      else 'failed' end`;
+  const column = async (id: string) =>
+    (
+      await kit.t.ctx.db.query<{ stored: string; derived: string }>(
+        `select e.log_state as stored, ${derived} as derived from webhook_events e where e.id = $1`,
+        [id],
+      )
+    ).rows[0]!;
+
+  test('failed, redelivered (pending), then delivered: the column follows every step', async () => {
+    const m = await createMerchant(kit.t);
+    const receiver = await newReceiver();
+    receiver.fallback = 503;
+    receiver.secret = await register(m.key, receiver.url);
+    const evt = await eventOfJob(m, await finishedJob(m));
+    expect(await column(evt.id)).toEqual({ stored: 'pending', derived: 'pending' });
+    for (const wait of [0, 10, 60, 300]) {
+      clock.advance(wait * 1000);
+      await deliver();
+    }
+    clock.set('2026-11-22T09:00:00Z');
+    expect(await column(evt.id)).toEqual({ stored: 'failed', derived: 'failed' });
+    expect((await redeliver(m.key, evt.id)).statusCode).toBe(202);
+    expect(await column(evt.id)).toEqual({ stored: 'pending', derived: 'pending' });
+    expect(
+      (await get(m.key, '/v1/events?state=pending')).json().events.map((e: { id: string }) => e.id),
+    ).toEqual([evt.id]);
+    receiver.fallback = 200;
+    await deliver();
+    expect(await column(evt.id)).toEqual({ stored: 'delivered', derived: 'delivered' });
+    expect(
+      (await get(m.key, '/v1/events?state=delivered')).json().events.map((e: { id: string }) => e.id),
+    ).toEqual([evt.id]);
+    expect((await get(m.key, '/v1/events?state=failed')).json().events).toEqual([]);
+  });
+
+  test("the list filters on the column, not on a derivation of every event's state", async () => {
+    const m = await createMerchant(kit.t);
+    const receiver = await newReceiver();
+    receiver.secret = await register(m.key, receiver.url);
+    const evt = await eventOfJob(m, await finishedJob(m));
+    // A state only the column says (no write path sets it so): the list answers from the column.
+    await kit.t.ctx.db.query(`update webhook_events set log_state = 'failed' where id = $1`, [evt.id]);
+    const failed = (await get(m.key, '/v1/events?state=failed')).json();
+    expect(failed.events.map((e: { id: string; state: string }) => [e.id, e.state])).toEqual([
+      [evt.id, 'failed'],
+    ]);
+    await kit.t.ctx.db.query(`update webhook_events set log_state = 'pending' where id = $1`, [evt.id]);
+  });
+
+  test('every event written by this file: the column equals the derived state', async () => {
+    const r = await kit.t.ctx.db.query<{ n: number }>(
+      `select count(*)::int as n from webhook_events e where e.log_state is distinct from ${derived}`,
+    );
+    expect(r.rows[0]!.n).toBe(0);
+    const all = await kit.t.ctx.db.query<{ n: number }>('select count(*)::int as n from webhook_events');
+    expect(all.rows[0]!.n).toBeGreaterThan(5);
+  });
+});

@@ -3,7 +3,14 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { bearer, createMerchant, createTestApp, type Merchant, type TestApp } from './helpers/app.ts';
+import {
+  ADMIN_TOKEN,
+  bearer,
+  createMerchant,
+  createTestApp,
+  type Merchant,
+  type TestApp,
+} from './helpers/app.ts';
 
 const REQUEST_ID = /^req_[0-9A-Za-z]{20,}$/;
 const QUOTA_HEADERS = ['svc-quota-used', 'svc-quota-remaining', 'svc-balance-usd'] as const;
@@ -452,5 +459,58 @@ describe('500 internal', () => {
     expectError(res, 500, 'internal', { identified: true });
     expect(res.body).not.toContain('hunter2');
     expect(res.body).not.toContain('TypeError');
+  });
+});
+
+// Issue 35 item 11: every method Node can parse on a known path is a 405 with Allow, and a path
+// id longer than the router takes is answered as any unknown id (401 without a key, 404 with one).
+describe('routing answers what the document says', () => {
+  test.each(['TRACE', 'PROPFIND', 'MKCOL', 'PURGE', 'LINK', 'QUERY', 'SEARCH'])(
+    '%s on a known path → 405 with Allow; on an unknown path → 404',
+    async (method) => {
+      const res = await t.api.inject({ method: method as 'GET', url: '/v1/me', headers: bearer(m.key) });
+      expectError(res, 405, 'method_not_allowed', { identified: false });
+      expect(res.headers.allow).toBe('GET, HEAD');
+      const admin = await t.admin.inject({ method: method as 'GET', url: '/admin/v1/customers' });
+      expect([admin.statusCode, admin.json().error_code]).toEqual([405, 'method_not_allowed']);
+      expect(admin.headers.allow).toBe('POST, GET, HEAD');
+      const unknown = await t.api.inject({ method: method as 'GET', url: '/v1/nope' });
+      expectError(unknown, 404, 'not_found', { identified: false });
+    },
+  );
+
+  test.each(['/v1/events/', '/v1/jobs/'])(
+    'a %s{id} over 100 characters: 401 without a key, 404 with one',
+    async (prefix) => {
+      for (const id of [`evt_${'a'.repeat(120)}`, 'x'.repeat(5000), '%zz']) {
+        const anonymous = await t.api.inject({ method: 'GET', url: `${prefix}${id}` });
+        expectError(anonymous, 401, 'unauthorized', { identified: false });
+        const res = await t.api.inject({ method: 'GET', url: `${prefix}${id}?x=1`, headers: bearer(m.key) });
+        expectError(res, 404, 'not_found', { identified: true });
+      }
+    },
+  );
+
+  test('POST /v1/events/{long id}/redeliver: 401 without a key, 404 with one', async () => {
+    const url = `/v1/events/evt_${'b'.repeat(150)}/redeliver`;
+    expectError(await t.api.inject({ method: 'POST', url }), 401, 'unauthorized', { identified: false });
+    expectError(await t.api.inject({ method: 'POST', url, headers: bearer(m.key) }), 404, 'not_found', {
+      identified: true,
+    });
+  });
+
+  test('admin routes with a path id: a long id is 401 without a token, 404 with one', async () => {
+    for (const url of [
+      `/admin/v1/events/evt_${'c'.repeat(150)}`,
+      `/admin/v1/jobs/job_${'d'.repeat(150)}`,
+      `/admin/v1/customers/${'9'.repeat(150)}`,
+      `/admin/v1/keys/key_${'e'.repeat(150)}/revoke`,
+    ]) {
+      const method = url.endsWith('revoke') ? 'POST' : 'GET';
+      const anonymous = await t.admin.inject({ method, url });
+      expect([anonymous.statusCode, anonymous.json().error_code], url).toEqual([401, 'unauthorized']);
+      const res = await t.admin.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect([res.statusCode, res.json().error_code], url).toEqual([404, 'not_found']);
+    }
   });
 });

@@ -2,6 +2,8 @@
 // served without a key. The drift guard (helpers/openapi-check.ts) checks every public response
 // of the suite against it; here: the document itself, and that the guard does fail on drift.
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openApiDocument } from '../src/openapi/document.ts';
 import { DOCUMENTED_ERROR_STATUS } from '../src/openapi/schemas.ts';
@@ -242,5 +244,51 @@ describe('the drift guard', () => {
     });
     expect(checkResponse({ ...good, method: 'DELETE', url: '/v1/me', status: 405, body })).toEqual([]);
     expect(checkResponse({ ...good, method: 'DELETE', url: '/v1/me', status: 200, body }).length).toBe(1);
+  });
+});
+
+// Issue 35 item 11: a client (or a fuzzer) driven by the document generates what the server
+// accepts: the document refuses what the server refuses.
+describe('the document states what the server enforces', () => {
+  const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
+  const ajv = new Ajv2020({ strict: false });
+  addFormats(ajv);
+  const refs = (s: unknown): unknown =>
+    JSON.parse(JSON.stringify(s).replaceAll('"#/components/schemas/', '"components#/$defs/'));
+  ajv.addSchema({ $id: 'components', $defs: refs(doc.components.schemas) as object });
+  const redeemBody = ajv.compile(refs(doc.components.schemas!.RedeemRequest) as object);
+  const param = (path: string, name: string) => {
+    const p = (doc.paths[path]!.get as unknown as { parameters: { name: string; schema: object }[] })
+      .parameters;
+    return ajv.compile(p.find((x) => x.name === name)!.schema);
+  };
+
+  test.each([
+    [{ player_id: '5123456789', codes: ['ABCD-1234'] }, true],
+    [{ player_id: 5123456789, packs: { '60': 1 } }, true],
+    [{ player_id: '51234', uc: 60, codes: null }, true],
+    [{ player_id: '5123456789' }, false],
+    [{ player_id: '5123456789', codes: ['ABCD-1234'], uc: 60 }, false],
+    [{ player_id: '5123456789', packs: { '60': 1 }, uc: 60 }, false],
+    [{ player_id: '5123456789', codes: null, packs: null, uc: null }, false],
+    [{ player_id: 1234, codes: ['ABCD-1234'] }, false],
+    [{ player_id: 0, codes: ['ABCD-1234'] }, false],
+  ])('redeem body %j: valid %s', (body, valid) => {
+    expect(redeemBody(body)).toBe(valid);
+  });
+
+  test('event filters and statement dates have the server patterns', () => {
+    const jobId = param('/v1/events', 'job_id');
+    expect(jobId(`job_${'a'.repeat(20)}`)).toBe(true);
+    expect(jobId('job_x')).toBe(false);
+    const type = param('/v1/events', 'type');
+    expect(type('redeem.completed')).toBe(true);
+    expect(type('Redeem Completed')).toBe(false);
+    for (const name of ['from', 'to']) {
+      const date = param('/v1/statements', name);
+      expect(date('2026-11-22')).toBe(true);
+      for (const bad of ['2026-13-01', '2026-02-30', '1999-12-31', '10000-01-01', '2026-1-1'])
+        expect(date(bad), bad).toBe(false);
+    }
   });
 });

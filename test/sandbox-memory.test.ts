@@ -131,3 +131,75 @@ describe('the sandbox memory', () => {
     });
   });
 });
+
+// Issue 35 item 8: the memory is keyed by the code's hash under the key that was first when the
+// code was activated. After a rotation (a new first key) and a restart, it is found under every
+// key of the ring, and the rotation rewrites it under the new first key, so it outlives the old
+// key's removal.
+describe('the sandbox memory across an encryption-key rotation', () => {
+  test('activate, rotate the key, restart: the code is code_used, activated once', async () => {
+    const { randomBytes } = await import('node:crypto');
+    const { installKeyring } = await import('../src/core/crypto/keyring.ts');
+    const { createSandboxActivator } = await import('../src/activators/sandbox.ts');
+    const { rotateOnce, startRotation } = await import('../src/core/crypto/rotation.ts');
+    const { ROOT_OPERATOR } = await import('../src/core/operators/actor.ts');
+    const u = await createTestApp({ jobWorker: false });
+    try {
+      const key1 = u.ctx.codeKey;
+      const m = await createMerchant(u, {
+        plan: { daily_limit: null, per_request_usd: '0.1' },
+        topup: { test: 1 },
+      });
+      const code = uniqueCode('OKAY');
+      const code2 = uniqueCode('OKAY');
+      for (const c of [code, code2]) {
+        const first = await redeem(u, m.key, { player_id: PLAYER, codes: [c] });
+        expect(first.json().codes[0]).toMatchObject({ status: 'activated', billed: true });
+      }
+      // A restart with a new first key: the process's sandbox and key are the ring's.
+      const key2 = randomBytes(32);
+      const restart = (ring: Buffer) => {
+        const sandbox = createSandboxActivator({ db: u.ctx.db, codeKey: ring });
+        Object.assign(u.ctx, { codeKey: ring, activatorFor: () => sandbox });
+        return sandbox;
+      };
+      const ring = installKeyring([key2, key1]);
+      const sandbox = restart(ring);
+      expect(await sandbox.status({ mode: 'test', code })).toEqual({ redeemed: true, playerId: PLAYER });
+      const again = await redeem(u, m.key, { player_id: PLAYER, codes: [code] });
+      expect(again.statusCode, again.body).toBe(422);
+      expect(again.json().codes[0]).toMatchObject({
+        status: 'code_used',
+        disposition: 'deleted',
+        billed: true,
+      });
+      // The rotation rewrites the memory under the new first key: the old key can then go.
+      await startRotation(u.ctx, { ...ROOT_OPERATOR, requestId: 'req_test', ip: '127.0.0.1' });
+      while ((await rotateOnce({ ...u.ctx, logger: u.ctx.logger }, 7)) > 0);
+      const memory = await u.ctx.db.query<{ hash: string }>(
+        `select code_hash as hash from sandbox_redemptions where mode = 'test' and code_hash = any($1)`,
+        [[code, code2].flatMap((c) => [codeHash(key1, c), codeHash(key2, c)])],
+      );
+      expect(memory.rows.map((r) => r.hash).sort()).toEqual(
+        [codeHash(key2, code), codeHash(key2, code2)].sort(),
+      );
+      restart(installKeyring([key2]));
+      const third = await redeem(u, m.key, { player_id: PLAYER, codes: [code2] });
+      expect(third.statusCode, third.body).toBe(422);
+      expect(third.json().codes[0]).toMatchObject({ status: 'code_used', billed: true });
+      // Each code was activated once: two activations and two code_used, 4 requests of $0.1.
+      const outcomes = await u.ctx.db.query<{ status: string; n: number }>(
+        `select c.status, count(*)::int as n from job_codes c join jobs j on j.id = c.job_id
+          where j.customer_id = $1 group by c.status order by c.status`,
+        [m.customerId],
+      );
+      expect(outcomes.rows).toEqual([
+        { status: 'activated', n: 2 },
+        { status: 'code_used', n: 2 },
+      ]);
+      expect((await me(u, m.key)).balance_usd).toBe(0.6);
+    } finally {
+      await u.close();
+    }
+  });
+});

@@ -3,9 +3,12 @@
 // table, per mode, keyed by the code's keyed hash; an activation hands the row back with its
 // answer (ActivationOutcome.memory) and the outcome's commit writes it (redeem_record_outcome),
 // answering code_used instead when the code is remembered already. `status` and `check` read it.
+// A row is written under the hash of the ring's first key and found under every key of the ring
+// (memoryHashes), so an encryption-key rotation and a restart forget nothing; the rotation then
+// rewrites the rows under the new first key (core/crypto/rotation.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Mode } from '../core/accounts/accounts.ts';
-import { codeHash } from '../core/crypto/code-crypto.ts';
+import { codeHashes } from '../core/crypto/code-crypto.ts';
 import type { ActivationOutcome, Activator, CodeCheckState } from '../core/redeem/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Queryable } from '../db/database.ts';
@@ -21,6 +24,15 @@ function categoryOf(code: string): { category: string | null; uc: number | null 
     : { category: null, uc: null };
 }
 
+/**
+ * The hashes a code's memory row may have: under the ring's first key (a new row's) and under the
+ * older keys (a row written before a rotation that has not rewritten it yet).
+ */
+export function memoryHashes(codeKey: Buffer, code: string): { codeHash: string; olderHashes: string[] } {
+  const [codeHash, ...olderHashes] = codeHashes(codeKey, code);
+  return { codeHash: codeHash!, olderHashes };
+}
+
 export function createSandboxActivator(deps: {
   db: Queryable;
   codeKey: Buffer;
@@ -34,8 +46,8 @@ export function createSandboxActivator(deps: {
   /** The player the memory holds for an activated code, or null. */
   const rememberedPlayer = async (mode: Mode, code: string) => {
     const r = await deps.db.query<{ playerId: string }>(
-      'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = $2',
-      [mode, codeHash(deps.codeKey, code)],
+      'select player_id as "playerId" from sandbox_redemptions where mode = $1 and code_hash = any($2) limit 1',
+      [mode, codeHashes(deps.codeKey, code)],
     );
     return r.rows[0]?.playerId ?? null;
   };
@@ -59,7 +71,7 @@ export function createSandboxActivator(deps: {
       // remembered already: activated before, or by a request that committed first).
       const activated: ActivationOutcome = {
         ...answer('activated'),
-        memory: { mode, codeHash: codeHash(deps.codeKey, code), playerId },
+        memory: { mode, ...memoryHashes(deps.codeKey, code), playerId },
       };
       // A SLOW code is decided at once and answered late, like an upstream that is slow to reply.
       if (code.includes('SLOW')) await sleep(slowMs);

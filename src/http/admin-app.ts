@@ -12,11 +12,13 @@ import {
   installPlumbing,
   serverTimeouts,
 } from './plumbing.ts';
+import { createParamRouting } from './routable-url.ts';
 
 /** Registers the admin routes (src/routes/admin/index.ts): the console's routes need its sessions. */
 export type AdminRoutes = (app: FastifyInstance, ctx: ServerContext, sessions: SessionStore) => void;
 
 export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Promise<FastifyInstance> {
+  const paramRouting = createParamRouting();
   const app = Fastify({
     loggerInstance: ctx.logger.child({ listener: 'admin' }) as FastifyBaseLogger,
     genReqId: newRequestId,
@@ -28,9 +30,12 @@ export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Pr
     trustProxy: ctx.config.TRUST_PROXY.length > 0 ? [...ctx.config.TRUST_PROXY] : false,
     ...serverTimeouts(ctx.config.REQUEST_TIMEOUT_MS),
     return503OnClosing: true,
+    // A path id the router cannot take is an unknown id (http/routable-url.ts).
+    rewriteUrl: (req) => paramRouting.rewriteUrl(req.url ?? '/'),
     frameworkErrors: frameworkErrorHandler(),
     clientErrorHandler: clientErrorHandler(),
   });
+  paramRouting.learnRoutes(app);
   installPlumbing(app, { bodyLimit: ADMIN_BODY_LIMIT });
   installHttpMetrics(app, ctx.metrics, 'admin');
   const sessions = createSessionStore(ctx.clock);

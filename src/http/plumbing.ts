@@ -2,6 +2,7 @@
 // type, the error body for every error (404, 405, 408, 413, bad JSON, crashes), one error
 // handler, `Cache-Control: no-store` on every answer, and the listeners' timeouts.
 
+import { METHODS } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import {
@@ -59,7 +60,13 @@ export function serverTimeouts(requestTimeoutMs: number) {
   };
 }
 
-const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+/**
+ * Every method Node's HTTP parser accepts, but CONNECT (a tunnel: Node never hands it to the
+ * request handler). Fastify routes only some of them by itself (TRACE, PROPFIND, … but not PURGE
+ * or LINK); the others are added, so any method on a known path is a 405 with Allow and on an
+ * unknown path a 404, as the document says, never a framework answer of its own.
+ */
+const ALL_METHODS = METHODS.filter((m) => m !== 'CONNECT') as HTTPMethods[];
 
 export function sendError(
   reply: FastifyReply,
@@ -178,6 +185,8 @@ export interface PlumbingOptions {
 }
 
 export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}): void {
+  const known = new Set<string>(app.supportedMethods);
+  for (const method of ALL_METHODS) if (!known.has(method)) app.addHttpMethod(method);
   // Bodies are JSON whatever Content-Type the client sent (curl -d sends a form type).
   // Fastify's own secure parser is used: __proto__ and constructor.prototype keys are refused.
   app.removeAllContentTypeParsers();

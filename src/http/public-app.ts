@@ -18,6 +18,7 @@ import {
   isDatabaseAwayAnswer,
   serverTimeouts,
 } from './plumbing.ts';
+import { createParamRouting } from './routable-url.ts';
 import { installTenantLimits, unknownKeyLimitFrom } from './tenant-limits.ts';
 
 export { API_VERSION };
@@ -26,6 +27,7 @@ export { API_VERSION };
 export type PublicRoutes = (app: FastifyInstance, ctx: ServerContext, keyChecks: KeyChecks) => void;
 
 export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): Promise<FastifyInstance> {
+  const paramRouting = createParamRouting();
   const app = Fastify({
     loggerInstance: ctx.logger.child({ listener: 'public' }) as FastifyBaseLogger,
     genReqId: newRequestId,
@@ -33,7 +35,7 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
     bodyLimit: BODY_LIMIT,
     trustProxy: ctx.config.TRUST_PROXY.length > 0 ? [...ctx.config.TRUST_PROXY] : false,
     ...serverTimeouts(ctx.config.REQUEST_TIMEOUT_MS),
-    rewriteUrl: (req) => routableJobUrl(req.url ?? '/'),
+    rewriteUrl: (req) => paramRouting.rewriteUrl(req.url ?? '/'),
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(EVERY_RESPONSE_HEADERS),
     clientErrorHandler: clientErrorHandler(EVERY_RESPONSE_HEADERS),
@@ -41,6 +43,7 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   // A route that leaves the key's checks or the burst slot to its own statement gets them here
   // when it answers without running it (a 413, a malformed body), before that answer.
   let keyChecks: KeyChecks | undefined;
+  paramRouting.learnRoutes(app);
   installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
   installHttpMetrics(app, ctx.metrics, 'public');
 
@@ -93,33 +96,4 @@ async function readAccountForHeaders(ctx: AppContext, key: KeyRecord) {
     maxAttempts: (ctx.db.poolStats?.().max ?? 1) + 1,
     delayMs: () => 10,
   });
-}
-
-const JOBS_PREFIX = '/v1/jobs/';
-/** Longer than any job id, within the router's limit on one path parameter (100). */
-const MAX_JOB_ID_IN_URL = 100;
-
-/**
- * `GET /v1/jobs/{id}` with an id no job can have: one the router cannot take (undecodable
- * percent-encoding, longer than its parameter limit) would be a `400` answered before
- * authentication, without the quota headers. It is routed as an unknown id instead, so it is
- * `404 not_found` after authentication, with the quota headers, like any unknown job (contract
- * sections 4 and 8). Linear in the URL; every other URL is returned unchanged.
- */
-export function routableJobUrl(url: string): string {
-  if (!url.startsWith(JOBS_PREFIX)) return url;
-  const q = url.indexOf('?');
-  const id = url.slice(JOBS_PREFIX.length, q === -1 ? url.length : q);
-  if (id.includes('/')) return url;
-  if (id.length <= MAX_JOB_ID_IN_URL && decodable(id)) return url;
-  return `${JOBS_PREFIX}-${q === -1 ? '' : url.slice(q)}`;
-}
-
-function decodable(text: string): boolean {
-  try {
-    decodeURIComponent(text);
-    return true;
-  } catch {
-    return false;
-  }
 }

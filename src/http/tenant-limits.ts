@@ -3,16 +3,19 @@
 //     and the event and statement reads when they arrive), 300 per sliding 10 s by default;
 //   - `customerLimit: 'webhook' | 'redeliver'`: 10 a minute per customer and mode, each counted
 //     on its own (POST /v1/webhook; POST /v1/events/{id}/redeliver uses 'redeliver').
-// Both are the burst limit's mechanism (core/limits/window-limit.ts), so they hold across
-// processes. They run before the body is read: a refused request costs one statement.
+// The read budget is kept in memory and settled with the database in batches
+// (core/limits/read-budget.ts: exact in one process; with N processes a key may pass 300 by at
+// most 25 × (N - 1)), so an accepted read costs no statement of its own. The customer limits are
+// the burst limit's mechanism (core/limits/window-limit.ts), a statement each, so they hold
+// across processes. Both run before the body is read.
 // The unknown-key limit is not here: it answers inside KeyChecks.identify, before its lookup.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AccountState, loadAccountState, type Mode, today } from '../core/accounts/accounts.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
+import { createReadBudget } from '../core/limits/read-budget.ts';
 import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
 import { createUnknownKeyLimit, type UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import {
-  type SlotTake,
   takeWindowSlot,
   type WindowRule,
   type WindowSlot,
@@ -82,8 +85,13 @@ export function installTenantLimits(
   pace?: RefusalPace,
 ): void {
   const rules = tenantRules(ctx.config);
-  const full = createFullWindows();
-  app.decorateRequest('readSlot', null);
+  // One process owns an embedded database (its data directory's lock): exact, no statement.
+  const budget = createReadBudget(ctx.db, rules.read, {
+    shared: ctx.db.kind === 'postgres',
+    settleEveryMs: ctx.config.READ_BUDGET_SETTLE_MS,
+    onError: (err) => ctx.logger.warn({ err }, 'could not settle the read budget; retrying'),
+  });
+  app.addHook('onClose', () => budget.stop());
   // A refused key's check and quota headers, reused for a second: a flooding key then costs the
   // database two statements a second, not two a request.
   const refused = new Map<string, { atMs: number; state: AccountState; key: KeyRecord }>();
@@ -117,100 +125,33 @@ export function installTenantLimits(
     refused.set(keyId, { atMs: nowMs, state, key });
     if (refused.size > 10_000) refused.delete(refused.keys().next().value!);
   };
-  // The limits where they wait: a statement of their own, or a refusal. Their usual path (a read
-  // counted by the route's own statement) is the hook's below, which waits for nothing.
-  const checkLimits = async (
+  const refuseRead = async (
     request: FastifyRequest,
     reply: FastifyReply,
+    keyId: string,
     nowMs: number,
-    known: WindowSlot | null,
+    slot: WindowSlot,
   ) => {
-    const config = request.routeOptions.config;
-    if (config.readLimit) {
-      const facts = keyOf(request);
-      const slot = known ?? (await takeWindowSlot(ctx.db, rules.read, facts.id, ctx.clock.now()));
-      if (slot.allowed) return;
-      full.remember(facts.id, slot);
-      await identifyRefused(request, reply, facts.id, nowMs);
-      // A key refused again before its Retry-After waits its turn (core/limits/refusal-pace.ts).
-      await paced(pace, `read:${facts.id}`);
-      throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
-    }
-    if (config.customerLimit) {
-      const key = keyOf(request);
-      await takeCustomerLimit(ctx, config.customerLimit, key);
-    }
+    await identifyRefused(request, reply, keyId, nowMs);
+    // A key refused again before its Retry-After waits its turn (core/limits/refusal-pace.ts).
+    await paced(pace, `read:${keyId}`);
+    throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
   };
   app.addHook(
     'onRequest',
     quickHook((request, reply) => {
       const config = request.routeOptions.config;
-      if (!config.readLimit && !config.customerLimit) return;
+      if (config.customerLimit) return takeCustomerLimit(ctx, config.customerLimit, keyOf(request));
+      if (!config.readLimit) return;
       const nowMs = ctx.clock.now().getTime();
-      if (!config.readLimit) return checkLimits(request, reply, nowMs, null);
-      const facts = keyOf(request);
-      // A key this process saw refused stays refused until its window frees: no statement.
-      const known = full.refusal(facts.id, nowMs);
-      if (known || config.readLimit !== 'inStatement') return checkLimits(request, reply, nowMs, known);
-      request.readSlot = {
-        take: { rule: rules.read, subject: facts.id, nowMs },
-        async settle(slot) {
-          if (slot.allowed) return;
-          full.remember(facts.id, slot);
-          await paced(pace, `read:${facts.id}`);
-          throw windowLimitedError(rules.read, slot.retryAfterSec ?? 1);
-        },
-      };
+      const keyId = keyOf(request).id;
+      const slot = budget.take(keyId, nowMs);
+      // The usual path: accepted at once, nothing to wait for.
+      if (!(slot instanceof Promise))
+        return slot.allowed ? undefined : refuseRead(request, reply, keyId, nowMs, slot);
+      return slot.then((s) => (s.allowed ? undefined : refuseRead(request, reply, keyId, nowMs, s)));
     }),
   );
-}
-
-/**
- * Subjects known to be refused until a time (WindowSlot.fullUntilMs), at most 10,000 (the oldest
- * entry leaves first): a flooding key costs the database nothing more until its window frees.
- */
-function createFullWindows(capacity = 10_000) {
-  const until = new Map<string, number>();
-  return {
-    refusal(subject: string, nowMs: number): WindowSlot | null {
-      const at = until.get(subject);
-      if (at === undefined) return null;
-      if (at <= nowMs) {
-        until.delete(subject);
-        return null;
-      }
-      return {
-        allowed: false,
-        limit: 0,
-        remaining: 0,
-        resetSec: 0,
-        retryAfterSec: Math.max(1, Math.ceil((at - nowMs) / 1000)),
-      };
-    },
-    remember(subject: string, slot: WindowSlot) {
-      if (slot.fullUntilMs === undefined) return;
-      until.delete(subject);
-      until.set(subject, slot.fullUntilMs);
-      if (until.size > capacity) until.delete(until.keys().next().value!);
-    },
-  };
-}
-
-/**
- * The read slot a `readLimit: 'inStatement'` route takes in its own statement: `take` goes to the
- * statement, and `settle` is called with the statement's slot after the key checks (so a revoked
- * key still answers 401 first), throwing the 429 when the slot was refused (paced, as every
- * refusal of a read: core/limits/refusal-pace.ts).
- */
-export interface ReadSlotInStatement {
-  readonly take: SlotTake;
-  settle(slot: WindowSlot): Promise<void>;
-}
-
-export function readSlotOf(request: FastifyRequest): ReadSlotInStatement {
-  // Set by the hook for every `readLimit: 'inStatement'` route it lets through.
-  if (!request.readSlot) throw new Error("route without readLimit: 'inStatement'");
-  return request.readSlot;
 }
 
 function keyOf(request: FastifyRequest) {
@@ -223,15 +164,9 @@ function keyOf(request: FastifyRequest) {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /**
-     * Count the request in the key's read budget (contract 13.8): `true` in a statement of its
-     * own before the handler, `'inStatement'` in the route's own statement (readSlotOf).
-     */
-    readLimit?: boolean | 'inStatement';
+    /** Count the request in the key's read budget (contract 13.8, core/limits/read-budget.ts). */
+    readLimit?: boolean;
     /** Count the request in its customer-and-mode limit (contract 13.8). */
     customerLimit?: CustomerLimit;
-  }
-  interface FastifyRequest {
-    readSlot: ReadSlotInStatement | null;
   }
 }

@@ -1,6 +1,7 @@
 // The OpenAPI paths and schemas of what a merchant reconciles with (contract 13.6 and 13.7):
 // the webhook event log with redelivery, and statements (JSON or CSV). document.ts hands its
 // response helpers in, so this file needs none of its code at run time.
+import { EVENT_JOB_ID_FORMAT, EVENT_TYPE_FORMAT } from '../core/webhooks/event-log.ts';
 import type { JsonSchema } from './schemas.ts';
 
 interface Op {
@@ -19,7 +20,18 @@ const EVENT_ID = { type: 'string', pattern: '^evt_[0-9A-Za-z]{20,}$' };
 const TIMESTAMP = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC with a Z.' };
 const COUNT = { type: 'integer', minimum: 0 };
 const USD = { type: 'number', description: 'US dollars, at most 6 decimals (exact micro-dollars).' };
-const DATE = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'A UTC day, YYYY-MM-DD.' };
+const DATE = {
+  type: 'string',
+  format: 'date',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+  description: 'A UTC day, YYYY-MM-DD.',
+};
+/** A day the statement routes accept: a real date of the years 2000 to 9999. */
+const DATE_PARAM = {
+  ...DATE,
+  pattern: '^[2-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$',
+  description: 'A UTC day, YYYY-MM-DD, of the years 2000 to 9999.',
+};
 
 const ERROR_CLASSES = ['timeout', 'connection', 'tls', 'blocked', 'http_status'];
 
@@ -180,8 +192,9 @@ export function eventPaths(h: PathHelpers) {
           }),
           query('type', 'Only events of this type (`redeem.completed`, `redeem.failed`).', {
             type: 'string',
+            pattern: EVENT_TYPE_FORMAT.source,
           }),
-          query('job_id', "Only this job's events.", { type: 'string' }),
+          query('job_id', "Only this job's events.", { type: 'string', pattern: EVENT_JOB_ID_FORMAT.source }),
           query('limit', 'Events per page, 1 to 100 (default 20).', {
             type: 'integer',
             minimum: 1,
@@ -255,8 +268,8 @@ export function statementPaths(h: PathHelpers) {
           'wallet balance now (settled, without open holds). With `Accept: text/csv` the same days as CSV ' +
           '(RFC 4180, a header row, `codes` flattened as `codes_activated` …).',
         parameters: [
-          query('from', 'First UTC day (default: 29 days before `to`).', DATE),
-          query('to', 'Last UTC day, included (default: today). At most 366 days in all.', DATE),
+          query('from', 'First UTC day (default: 29 days before `to`).', DATE_PARAM),
+          query('to', 'Last UTC day, included (default: today). At most 366 days in all.', DATE_PARAM),
         ],
         responses: {
           '200': {

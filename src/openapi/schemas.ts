@@ -179,10 +179,17 @@ export const RedeemRequest: JsonSchema = {
     'the contract order: bad_request, bad_player, ambiguous_source, empty, bad_codes, bad_packs, no_combo.',
   required: ['player_id'],
   additionalProperties: false,
+  // Exactly one source given (null counts as absent): the server's ambiguous_source and empty.
+  oneOf: [
+    { required: ['codes'], properties: { codes: { type: 'array' } } },
+    { required: ['packs'], properties: { packs: { type: 'object' } } },
+    { required: ['uc'], properties: { uc: { type: 'integer' } } },
+  ],
   properties: {
     player_id: {
-      description: '5 to 20 digits; a JSON integer is accepted and turned into a string.',
-      oneOf: [PLAYER_ID, { type: 'integer', minimum: 0 }],
+      description:
+        '5 to 20 digits; a JSON integer (5 digits or more, a safe integer) is accepted and turned into a string.',
+      oneOf: [PLAYER_ID, { type: 'integer', minimum: 10_000, maximum: Number.MAX_SAFE_INTEGER }],
     },
     source: {
       type: ['string', 'null'],

@@ -6,7 +6,14 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
-import { EVENT_STATES, getEvent, listEvents, parseEventCursor } from '../core/webhooks/event-log.ts';
+import {
+  EVENT_JOB_ID_FORMAT,
+  EVENT_STATES,
+  EVENT_TYPE_FORMAT,
+  getEvent,
+  listEvents,
+  parseEventCursor,
+} from '../core/webhooks/event-log.ts';
 import { requestRedelivery } from '../core/webhooks/redelivery.ts';
 import type { ScopeRule } from '../http/auth.ts';
 import { cursorParam, limitParam, parseQuery } from './admin/query.ts';
@@ -16,14 +23,8 @@ const READ: ScopeRule = ['read', 'redeem'];
 /** The filters of both event lists (the operator's adds `mode`). */
 export const eventFilterFields = {
   state: z.enum(EVENT_STATES).optional(),
-  type: z
-    .string()
-    .regex(/^[a-z][a-z0-9._]{0,63}$/, 'must be an event type such as redeem.completed')
-    .optional(),
-  job_id: z
-    .string()
-    .regex(/^job_[A-Za-z0-9]{20,64}$/, 'must be a job id')
-    .optional(),
+  type: z.string().regex(EVENT_TYPE_FORMAT, 'must be an event type such as redeem.completed').optional(),
+  job_id: z.string().regex(EVENT_JOB_ID_FORMAT, 'must be a job id').optional(),
   limit: limitParam(100, 20),
   cursor: cursorParam(parseEventCursor).optional(),
 };

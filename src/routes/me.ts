@@ -1,22 +1,20 @@
 // GET /v1/me: the account record of specification 2.3 for the calling key's mode. Not billed.
 // One statement answers it: the account, with the key's revocation and the customer's state, so a
 // key cached by the auth hook is checked again here, and the quota headers come from the same row;
-// the same statement counts the read in the key's read budget (contract 13.8).
+// the read is counted in the key's read budget (contract 13.8) before, in memory
+// (core/limits/read-budget.ts).
 import type { FastifyInstance } from 'fastify';
 import { loadKeyAccountState, meView, today } from '../core/accounts/accounts.ts';
 import type { AppContext } from '../core/context.ts';
 import { acceptKeyCheckedInStatement, requestKeyFacts } from '../http/key-checks.ts';
-import { readSlotOf } from '../http/tenant-limits.ts';
 
 export function registerMeRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/v1/me',
-    { config: { auth: 'any', keyCheckedInStatement: true, readLimit: 'inStatement' } },
+    { config: { auth: 'any', keyCheckedInStatement: true, readLimit: true } },
     async (request, reply) => {
-      const read = readSlotOf(request);
-      const found = await loadKeyAccountState(ctx.db, requestKeyFacts(request), today(ctx.clock), read.take);
-      const { key, state, readSlot } = acceptKeyCheckedInStatement(request, reply, found, 'any', ctx.clock);
-      await read.settle(readSlot);
+      const found = await loadKeyAccountState(ctx.db, requestKeyFacts(request), today(ctx.clock));
+      const { key, state } = acceptKeyCheckedInStatement(request, reply, found, 'any', ctx.clock);
       return meView(request.id, key, state, ctx.clock.now());
     },
   );

@@ -2,15 +2,6 @@
 import type { Queryable } from '../../db/database.ts';
 import { usdNumber } from '../billing/money.ts';
 import { type Clock, isoUtc, utcDay } from '../clock.ts';
-import {
-  SLOT_COLUMNS,
-  type SlotRow,
-  type SlotTake,
-  slotArgs,
-  slotFromRow,
-  slotJoin,
-  type WindowSlot,
-} from '../limits/window-limit.ts';
 
 export type Mode = 'live' | 'test';
 export const MODES: readonly Mode[] = ['live', 'test'];
@@ -115,10 +106,9 @@ export async function loadAccountState(
   return row ? accountStateFrom(customerId, row) : null;
 }
 
-const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", a.*, ${SLOT_COLUMNS}
+const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", a.*
        from api_keys k
        cross join lateral account_row(k.customer_id, k.mode, $2::date) a
-       ${slotJoin(3)}
       where k.id = $1`;
 
 /**
@@ -131,20 +121,17 @@ export async function loadKeyAccountState(
   q: Queryable,
   key: { id: string; customerId: number },
   day: string,
-  read: SlotTake,
 ): Promise<{
   revokedAt: Date | null;
   expiresAt: Date | null;
   state: AccountState;
-  readSlot: WindowSlot;
 } | null> {
   const r = await q.query<
-    AccountRow &
-      SlotRow & {
-        revokedAt: Date | null;
-        expiresAt: Date | null;
-      }
-  >(LOAD_KEY_ACCOUNT_SQL, [key.id, day, ...slotArgs(read)], 'key_account_state');
+    AccountRow & {
+      revokedAt: Date | null;
+      expiresAt: Date | null;
+    }
+  >(LOAD_KEY_ACCOUNT_SQL, [key.id, day], 'key_account_state');
   const row = r.rows[0];
   // The expiry is read again too: a reroll (contract 13.4) moves it after a process cached the key.
   return row
@@ -152,7 +139,6 @@ export async function loadKeyAccountState(
         revokedAt: row.revokedAt,
         expiresAt: row.expiresAt,
         state: accountStateFrom(key.customerId, row),
-        readSlot: slotFromRow(row, read),
       }
     : null;
 }

@@ -16,6 +16,7 @@ import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import {
   codeHash,
+  codeHashes,
   currentPrefix,
   decryptCode,
   decryptSecret,
@@ -211,8 +212,30 @@ async function rewriteJobCodes(tx: Queryable, deps: RotationDeps, prefix: string
       'update job_codes set code_hash = $3, code_encrypted = $4 where job_id = $1 and position = $2',
       [row.jobId, row.position, hash, enc],
     );
+    await rewriteSandboxMemory(tx, row.mode, code, deps.codeKey);
   }
   return r.rows.length;
+}
+
+/**
+ * The sandbox's memory of a code (contract section 9: its sandbox_redemptions row, keyed by the
+ * code's hash) moved under the first key, with the job code it was activated by: the memory holds
+ * hashes only, so the job code's ciphertext is where the code is known. A memory row whose job
+ * codes' ciphertexts were dropped by retention (12.2) keeps its old hash: found while its key is
+ * in the ring (the sandbox looks under every key of it).
+ */
+async function rewriteSandboxMemory(tx: Queryable, mode: string, code: string, codeKey: Buffer) {
+  const [hash, ...olderHashes] = codeHashes(codeKey, code);
+  if (olderHashes.length === 0) return;
+  await tx.query(
+    `with moved as (
+       delete from sandbox_redemptions where mode = $1 and code_hash = any($2)
+       returning player_id, created_at)
+     insert into sandbox_redemptions (mode, code_hash, player_id, created_at)
+     select $1, $3, player_id, created_at from moved order by created_at limit 1
+     on conflict do nothing`,
+    [mode, olderHashes, hash],
+  );
 }
 
 async function rewriteSecrets(tx: Queryable, deps: RotationDeps, prefix: string, batch: number) {

@@ -5,15 +5,6 @@
 import type { Queryable } from '../../db/database.ts';
 import type { AccountRow, Mode } from '../accounts/accounts.ts';
 import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
-import {
-  SLOT_COLUMNS,
-  type SlotRow,
-  type SlotTake,
-  slotArgs,
-  slotFromRow,
-  slotJoin,
-  type WindowSlot,
-} from '../limits/window-limit.ts';
 import type { ActivationStatus } from '../redeem/activator.ts';
 
 export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
@@ -123,14 +114,12 @@ export async function loadKeyJob(
   key: { id: string },
   jobId: string | null,
   day: string,
-  read: SlotTake,
 ): Promise<{
   revokedAt: Date | null;
   expiresAt: Date | null;
   account: AccountRow;
   job: JobRow | null;
   codes: JobCodeRow[];
-  readSlot: WindowSlot;
 } | null> {
   const r = await q.query<
     JobRow & {
@@ -139,21 +128,19 @@ export async function loadKeyJob(
       account: AccountRow;
       codes: JobCodeRow[] | null;
       found: boolean;
-    } & SlotRow
+    }
   >(
     `select k.revoked_at as "revokedAt", k.expires_at as "keyExpiresAt", account_state(k.customer_id, k.mode, $2::date) as account,
-            j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes,
-            ${SLOT_COLUMNS}
+            j.id is not null as found, ${jobColumns('j')}, case when j.id is null then null else job_codes_json(j.id) end as codes
        from api_keys k
        left join jobs j on j.id = $3 and j.customer_id = k.customer_id and j.mode = k.mode and j.is_async
-       ${slotJoin(4)}
       where k.id = $1`,
-    [key.id, day, jobId, ...slotArgs(read)],
+    [key.id, day, jobId],
     'key_job',
   );
   const row = r.rows[0];
   if (!row) return null;
-  const { revokedAt, keyExpiresAt, account, codes, found, slotOk, slotCount, slotOldestMs, ...job } = row;
+  const { revokedAt, keyExpiresAt, account, codes, found, ...job } = row;
   // The key's expiry is read again: a reroll (contract 13.4) moves a cached key's expiry.
   return {
     revokedAt,
@@ -161,7 +148,6 @@ export async function loadKeyJob(
     account,
     job: found ? job : null,
     codes: codes ?? [],
-    readSlot: slotFromRow({ slotOk, slotCount, slotOldestMs }, read),
   };
 }
 

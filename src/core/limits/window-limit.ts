@@ -54,12 +54,7 @@ export async function takeWindowSlot(
   return slotFromRow(row, take);
 }
 
-/**
- * A slot taken inside a route's own statement (GET /v1/me, GET /v1/jobs/{id}): the statement
- * joins `slotJoin(n)` and selects `SLOT_COLUMNS`, with `slotArgs` as its parameters $n to $n+3, and
- * its row gives the slot through `slotFromRow`. The request then costs one statement, and the
- * table is unlogged (migration 0065), so counting a read adds no log flush to it.
- */
+/** One take of a rule's slot for a subject at a time. */
 export interface SlotTake {
   readonly rule: WindowRule;
   readonly subject: string;
@@ -82,10 +77,6 @@ export interface SlotRow {
   /** null when the log is empty (int8: a number, as the database seam reads every int8). */
   slotOldestMs: number | null;
 }
-
-/** The statement's join that takes the slot, its four parameters from $first. */
-export const slotJoin = (first: number) =>
-  `cross join lateral burst_take($${first}, $${first + 1}, $${first + 2}, $${first + 3}) slot`;
 
 export const slotArgs = (take: SlotTake) => [
   `${take.rule.bucket}:${take.subject}`,
@@ -119,7 +110,7 @@ export function windowSlotFrom(
 }
 
 /** The answer for a verdict, the number of times counted in the window and the oldest of them. */
-function windowSlotOf(
+export function windowSlotOf(
   allowed: boolean,
   counted: number,
   oldest: number,

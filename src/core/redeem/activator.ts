@@ -24,7 +24,10 @@ export interface ActivationOutcome {
 /** An activated code in an activator's memory: per mode, by the code's keyed hash. */
 export interface ActivationMemory {
   mode: Mode;
+  /** Under the keyring's first key: a new row's. */
   codeHash: string;
+  /** Under the ring's older keys: a row written before a rotation is found by these too. */
+  olderHashes?: string[];
   playerId: string;
 }
 

@@ -100,7 +100,7 @@ export async function recordOutcome(
   const r = await retryOnDeadlock(() =>
     deps.db.query<{ r: OutcomeRow }>(
       `select redeem_record_outcome($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                                  $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) as r`,
+                                  $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) as r`,
       [
         job.id,
         row.position,
@@ -129,6 +129,7 @@ export async function recordOutcome(
         used.disposition,
         used.billed,
         used.stockState,
+        memory?.olderHashes?.length ? memory.olderHashes : null,
       ],
       'redeem_record_outcome',
     ),

@@ -1,6 +1,9 @@
 // The webhook event log (contract 13.6): a customer's events newest first with their attempts,
-// for the merchant (its key's customer and mode) and the operator. An event's state is derived
-// from the automatic schedule and its redeliveries, never stored twice:
+// for the merchant (its key's customer and mode) and the operator. An event's state comes from
+// its automatic schedule and its redeliveries, and is kept in webhook_events.log_state by
+// triggers in the transaction of each change (webhook_event_log_state in
+// src/db/functions/webhooks.sql; migration 0081), so a list filtered by state is an index range
+// that stops at its limit, as an unfiltered one is (issue 35):
 //   pending   an automatic attempt is still due, or a redelivery is queued or in flight;
 //   delivered an attempt (automatic or redelivery) got a 2xx;
 //   failed    every automatic attempt used (dropped) and no attempt got a 2xx.
@@ -14,6 +17,9 @@ import { type JobEvent, jobEventData } from '../jobs/view.ts';
 import { type AttemptErrorClass, attemptErrorClass } from './attempt-errors.ts';
 
 export type EventState = 'pending' | 'delivered' | 'failed';
+/** The list's filters by type and by job id (the route checks them; the OpenAPI document says them). */
+export const EVENT_TYPE_FORMAT = /^[a-z][a-z0-9._]{0,63}$/;
+export const EVENT_JOB_ID_FORMAT = /^job_[A-Za-z0-9]{20,64}$/;
 export const EVENT_STATES = ['pending', 'delivered', 'failed'] as const;
 
 export interface EventFilter {
@@ -62,43 +68,40 @@ interface EventRow {
   nextAttemptAt: Date | null;
 }
 
-// One event with its derived state ($1 customer, $2 mode or null); the caller adds conditions.
-const EVENT_SELECT = `
-  select e.id, e.event, e.job_id as "jobId", e.mode, e.created_at as "createdAt",
-         case when e.state = 'pending' or r.open then 'pending'
-              when e.state = 'delivered' or r.ok then 'delivered'
-              else 'failed' end as state,
-         case when e.state = 'pending' then e.next_attempt_at else r.queued_at end as "nextAttemptAt"
-    from webhook_events e
-    left join lateral (
-      select bool_or(d.state <> 'done') as open,
-             bool_or(d.state = 'done' and d.error_class is null and d.status between 200 and 299) as ok,
-             min(d.requested_at) filter (where d.state = 'queued') as queued_at
-        from webhook_redeliveries d where d.event_id = e.id) r on true
-   where e.customer_id = $1 and ($2::text is null or e.mode = $2)`;
+// Events with their state and next attempt; `page` is the events' own query (its conditions,
+// order and limit), so the redeliveries are read for the page's events only.
+const eventsOf = (page: string) => `
+  select e.id, e.event, e.job_id as "jobId", e.mode, e.created_at as "createdAt", e.log_state as state,
+         case when e.state = 'pending' then e.next_attempt_at
+              else (select min(d.requested_at) from webhook_redeliveries d
+                     where d.event_id = e.id and d.state = 'queued') end as "nextAttemptAt"
+    from (${page}) e`;
 
 /** A page of events, newest first, with `next_cursor` when more follow. */
 export async function listEvents(q: Queryable, f: EventFilter) {
-  const r = await q.query<EventRow>(
-    `select * from (${EVENT_SELECT}
-        and ($3::text is null or e.event = $3) and ($4::text is null or e.job_id = $4)
-        and ($5::timestamptz is null or (e.created_at, e.id) < ($5::timestamptz, $6::text))
-     ) x
-     where ($7::text is null or x.state = $7)
-     order by x."createdAt" desc, x.id desc
-     limit $8`,
-    [
-      f.customerId,
-      f.mode,
-      f.type ?? null,
-      f.jobId ?? null,
-      f.cursor?.createdAt ?? null,
-      f.cursor?.id ?? null,
-      f.state ?? null,
-      f.limit + 1,
-    ],
-    'webhook_events_list',
-  );
+  // Only the filters given are in the statement (one prepared statement per combination), so
+  // each has a plan of its own: an index range on (customer, mode[, state], created_at, id).
+  const params: unknown[] = [f.customerId];
+  const where = ['customer_id = $1'];
+  const add = (sql: (n: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(sql(`$${params.length}`));
+  };
+  if (f.mode !== null) add((n) => `mode = ${n}`, f.mode);
+  if (f.state) add((n) => `log_state = ${n}`, f.state);
+  if (f.type) add((n) => `event = ${n}`, f.type);
+  if (f.jobId) add((n) => `job_id = ${n}`, f.jobId);
+  if (f.cursor) {
+    params.push(f.cursor.createdAt, f.cursor.id);
+    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::text)`);
+  }
+  params.push(f.limit + 1);
+  const page = `select * from webhook_events where ${where.join(' and ')}
+     order by created_at desc, id desc limit $${params.length}`;
+  const name = `webhook_events_list_${[f.mode !== null, f.state, f.type, f.jobId, f.cursor]
+    .map((given) => (given ? 1 : 0))
+    .join('')}`;
+  const r = await q.query<EventRow>(`${eventsOf(page)} order by e.created_at desc, e.id desc`, params, name);
   const rows = r.rows.slice(0, f.limit);
   const attempts = await loadAttempts(
     q,
@@ -124,7 +127,8 @@ export async function getEvent(
   if (!/^evt_[A-Za-z0-9]{20,64}$/.test(eventId)) return null;
   // The operator reads any event: its customer comes from the row itself.
   const r = await q.query<EventRow>(
-    `${EVENT_SELECT.replace('e.customer_id = $1', '($1::bigint is null or e.customer_id = $1)')} and e.id = $3`,
+    eventsOf(`select * from webhook_events where id = $3
+       and ($1::bigint is null or customer_id = $1) and ($2::text is null or mode = $2)`),
     [owner?.customerId ?? null, owner?.mode ?? null, eventId],
     'webhook_event_get',
   );

@@ -13,6 +13,10 @@
 -- redeem_record_outcome took 19 arguments before it wrote the activator's memory (issue 22).
 drop function if exists redeem_record_outcome(text, integer, text, text, text, text, boolean, text, integer,
   timestamptz, timestamptz, text, boolean, text, text, bigint, text, date, text);
+-- and 27 before the memory was found under every key of the encryption keyring (issue 35).
+drop function if exists redeem_record_outcome(text, integer, text, text, text, text, boolean, text, integer,
+  timestamptz, timestamptz, text, boolean, text, text, bigint, text, date, text, text, text, text, text, text,
+  text, boolean, text);
 
 -- redeem_create_job took 18 arguments before the bot's channel (contract 14.4).
 drop function if exists redeem_create_job(text, bigint, text, timestamptz, date, text, text, text, boolean, text, text,
@@ -234,6 +238,8 @@ end $$;
 -- outcome's commit. When it is there already (the code was activated before, or by a request
 -- that committed first), the answer was wrong: the outcome recorded, billed and set in stock is
 -- p_used_* (code_used, as core/jobs/jobs.ts maps it), and the answer says {"remembered": true}.
+-- A row is written under p_memory_code_hash (the keyring's first key) and found under
+-- p_memory_older_hashes too (the ring's other keys: a row written before a key rotation).
 -- Typed arguments, not a jsonb bag: PostgreSQL checks each value's type at the call (one round
 -- trip either way), and core/redeem/outcome.ts recordOutcome passes them in this order.
 create or replace function redeem_record_outcome(
@@ -242,7 +248,7 @@ create or replace function redeem_record_outcome(
   p_stock_state text, p_finish boolean, p_finish_event_id text, p_owner text, p_customer bigint, p_mode text,
   p_day date, p_request_id text, p_memory_mode text, p_memory_code_hash text, p_memory_player_id text,
   p_used_status text, p_used_error_code text, p_used_disposition text, p_used_billed boolean,
-  p_used_stock_state text) returns jsonb
+  p_used_stock_state text, p_memory_older_hashes text[]) returns jsonb
 language plpgsql as $$
 declare
   v_stock bigint;
@@ -268,11 +274,17 @@ begin
   if p_memory_code_hash is not null then
     -- Two outcomes of the same code at once: the second waits for the first one's commit here,
     -- then finds its row.
-    insert into sandbox_redemptions (mode, code_hash, player_id, created_at)
-    values (p_memory_mode, p_memory_code_hash, p_memory_player_id, p_now)
-    on conflict do nothing;
-    if not found then
+    if p_memory_older_hashes is not null and exists (
+         select 1 from sandbox_redemptions
+          where mode = p_memory_mode and code_hash = any(p_memory_older_hashes)) then
       v_remembered := true;
+    else
+      insert into sandbox_redemptions (mode, code_hash, player_id, created_at)
+      values (p_memory_mode, p_memory_code_hash, p_memory_player_id, p_now)
+      on conflict do nothing;
+      v_remembered := not found;
+    end if;
+    if v_remembered then
       v_billed := p_used_billed;
       v_stock_state := p_used_stock_state;
       update job_codes

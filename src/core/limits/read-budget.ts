@@ -1,0 +1,194 @@
+// The read budget of contract 13.8 (300 reads per key per sliding 10 s) without a database
+// statement per read. Each process keeps the log of the reads it accepted, per key, in memory.
+//
+// - One process (the embedded database: its data directory has one owner, 13.10): the log is the
+//   whole truth and the budget is exact. No statement at all.
+// - Several processes on one PostgreSQL: each process settles its new reads with the database in
+//   batches (one statement for every key it served: the read rows of burst_windows, `read:<key>`,
+//   unlogged, migration 0065), and gets back each key's log as every process settled it. A read
+//   is accepted when the key's log as last settled, plus this process's reads not yet settled, is
+//   under the limit. A process settles every `settleEveryMs` (1 s) and, for a key, whenever
+//   `maxUnsettled` of its reads are not settled yet (the read that finds that waits for the
+//   settle). So every process's unsettled reads of a key are at most `maxUnsettled`; the one that
+//   settled last before its last accepted read saw all the others' reads but their unsettled
+//   ones. Hence the bound: with N processes, a key gets at most
+//       limit + (N - 1) × maxUnsettled reads in any sliding window
+//   (300 + 25 × (N - 1) by default: 325 with two processes), plus what the processes' clocks
+//   disagree by (each stamps its reads with its own clock). The cost is one statement per second
+//   per process, and one per 25 reads of a key read faster than that (test/read-budget-two-process).
+import type { Queryable } from '../../db/database.ts';
+import { type WindowRule, type WindowSlot, windowSlotOf } from './window-limit.ts';
+
+export interface ReadBudgetOptions {
+  /** Settle with the database (several processes) or keep it all here (one process). */
+  shared: boolean;
+  /** Reads of one key a process may accept before settling them (default 25). */
+  maxUnsettled?: number;
+  /** How often a process settles its reads (default 1000 ms). */
+  settleEveryMs?: number;
+  /** Keys kept at most (default 100,000): beyond, keys whose window is empty are forgotten first. */
+  maxKeys?: number;
+  /** Where a failed background settle is reported. */
+  onError?: (err: unknown) => void;
+}
+
+export interface ReadBudget {
+  /** A slot for `subject` at `nowMs`; a promise only when the subject's reads must settle first. */
+  take(subject: string, nowMs: number): WindowSlot | Promise<WindowSlot>;
+  /** Settles what is left and stops the timer. */
+  stop(): Promise<void>;
+}
+
+interface KeyLog {
+  /** The key's log as the database last gave it (every process's settled reads). */
+  settled: number[];
+  /** This process's reads being settled now (in no `settled` yet). */
+  sending: number[];
+  /** This process's reads not settled yet. */
+  unsettled: number[];
+}
+
+export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudgetOptions): ReadBudget {
+  const maxUnsettled = opts.shared ? (opts.maxUnsettled ?? 25) : Number.POSITIVE_INFINITY;
+  const maxKeys = opts.maxKeys ?? 100_000;
+  const logs = new Map<string, KeyLog>();
+  let lastNowMs = 0;
+  let inFlight: Promise<void> | null = null;
+
+  const inWindow = (times: number[], nowMs: number) => {
+    // Logs are short (at most the limit and the bound above): dropping the old times is linear.
+    const from = nowMs - rule.windowMs;
+    let i = 0;
+    while (i < times.length && times[i]! <= from) i++;
+    if (i > 0) times.splice(0, i);
+  };
+
+  const decide = (log: KeyLog, nowMs: number): WindowSlot => {
+    inWindow(log.settled, nowMs);
+    inWindow(log.sending, nowMs);
+    inWindow(log.unsettled, nowMs);
+    let counted = log.settled.length + log.sending.length + log.unsettled.length;
+    const allowed = counted < rule.limit;
+    if (allowed) {
+      log.unsettled.push(nowMs);
+      counted++;
+    }
+    // Each log is in time order but for a clock that stepped back: its least time is its first.
+    const oldest = Math.min(
+      log.settled[0] ?? Number.POSITIVE_INFINITY,
+      log.sending[0] ?? Number.POSITIVE_INFINITY,
+      log.unsettled[0] ?? Number.POSITIVE_INFINITY,
+      log.unsettled[log.unsettled.length - 1] ?? Number.POSITIVE_INFINITY,
+    );
+    return windowSlotOf(allowed, counted, oldest, nowMs, rule.limit, rule.windowMs);
+  };
+
+  /** One statement: every key's new reads in, every such key's log (all processes') back. */
+  const settleOnce = async () => {
+    const batch: { subject: string; log: KeyLog }[] = [];
+    for (const [subject, log] of logs) {
+      if (log.unsettled.length === 0) continue;
+      log.sending = log.unsettled;
+      log.unsettled = [];
+      batch.push({ subject, log });
+    }
+    if (batch.length === 0) return;
+    batch.sort((a, b) => (a.subject < b.subject ? -1 : 1));
+    const subjects: string[] = [];
+    const times: number[] = [];
+    for (const { subject, log } of batch) {
+      for (const t of log.sending) {
+        subjects.push(`${rule.bucket}:${subject}`);
+        times.push(t);
+      }
+    }
+    try {
+      // Rows in key order, so two processes settling the same keys lock them in one order.
+      const r = await q.query<{ key: string; hits: number[] }>(
+        `with given as (
+           select k, array_agg(h order by h) as hs from unnest($1::text[], $2::bigint[]) as t(k, h) group by k)
+         insert into burst_windows as w (key_id, hits_ms, accepted)
+         select k, hs, true from given order by k
+         on conflict (key_id) do update set
+           hits_ms = array(select h from unnest(w.hits_ms || excluded.hits_ms) h where h > $3 order by h),
+           accepted = true
+         returning w.key_id as key, w.hits_ms as hits`,
+        [subjects, times, lastNowMs - rule.windowMs],
+        'read_budget_settle',
+      );
+      const prefix = rule.bucket.length + 1;
+      for (const row of r.rows) {
+        const log = logs.get(row.key.slice(prefix));
+        if (!log) continue;
+        log.settled = row.hits.map(Number);
+        log.sending = [];
+      }
+    } catch (err) {
+      // Not settled: the reads stay counted here, and are sent again with the next settle.
+      for (const { log } of batch) {
+        log.unsettled = [...log.sending, ...log.unsettled];
+        log.sending = [];
+      }
+      throw err;
+    }
+  };
+
+  /** One settle at a time: a caller arriving during one waits for it, then runs its own. */
+  const settle = async (): Promise<void> => {
+    while (inFlight) await inFlight.catch(() => {});
+    inFlight = settleOnce();
+    try {
+      await inFlight;
+    } finally {
+      inFlight = null;
+    }
+  };
+
+  const forget = (nowMs: number) => {
+    for (const [subject, log] of logs) {
+      inWindow(log.settled, nowMs);
+      inWindow(log.unsettled, nowMs);
+      if (log.settled.length + log.sending.length + log.unsettled.length === 0) logs.delete(subject);
+    }
+    // Still too many (a flood of distinct keys within one window): the oldest keys go.
+    while (logs.size > maxKeys) logs.delete(logs.keys().next().value!);
+  };
+
+  // Keys whose window emptied are forgotten as it goes (every 10 s in one process), so memory
+  // follows the keys read in the last window, not every key ever read.
+  const timer = setInterval(
+    () => {
+      if (lastNowMs > 0) forget(lastNowMs);
+      if (opts.shared) settle().catch((err) => opts.onError?.(err));
+    },
+    opts.shared ? (opts.settleEveryMs ?? 1000) : 10_000,
+  );
+  timer.unref();
+
+  const takeAfterSettle = async (subject: string, nowMs: number): Promise<WindowSlot> => {
+    // Reads of this key arriving meanwhile wait for the same settle, so none passes the bound.
+    while (true) {
+      const log = logs.get(subject)!;
+      if (log.unsettled.length + log.sending.length < maxUnsettled) return decide(log, nowMs);
+      await settle();
+    }
+  };
+
+  return {
+    take(subject, nowMs) {
+      if (nowMs > lastNowMs) lastNowMs = nowMs;
+      let log = logs.get(subject);
+      if (!log) {
+        if (logs.size >= maxKeys) forget(nowMs);
+        log = { settled: [], sending: [], unsettled: [] };
+        logs.set(subject, log);
+      }
+      if (log.unsettled.length + log.sending.length < maxUnsettled) return decide(log, nowMs);
+      return takeAfterSettle(subject, nowMs);
+    },
+    async stop() {
+      clearInterval(timer);
+      if (opts.shared) await settle().catch((err) => opts.onError?.(err));
+    },
+  };
+}
