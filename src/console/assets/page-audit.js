@@ -20,6 +20,7 @@ const ACTIONS = [
   'operator.create',
   'operator.revoke',
   'encryption.rotate',
+  'backup.create',
 ];
 
 /** The target as a link where the console has a page for it. */

@@ -25,6 +25,7 @@ export const AUDIT_ACTIONS = [
   'operator.create',
   'operator.revoke',
   'encryption.rotate',
+  'backup.create',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
