@@ -1,6 +1,6 @@
 // The process: config → secrets → database (migrations, SQL functions) → context → workers → apps
 // → listen; and the graceful stop. Each step lives in src/start/; this file only wires them.
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type RunningBot, startBot } from './bot/index.ts';
@@ -22,7 +22,7 @@ import { type Activators, createActivators } from './start/activators.ts';
 import { announce } from './start/banner.ts';
 import { openServiceDatabase } from './start/database.ts';
 import { seedDemo } from './start/demo.ts';
-import { loadSecrets } from './start/secrets.ts';
+import { loadSecrets, refuseSharedDir } from './start/secrets.ts';
 import { startWorkers, type Workers } from './start/workers.ts';
 
 export { DatabaseUnreachableError } from './start/database.ts';
@@ -52,6 +52,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
   const clock = opts.clock ?? systemClock;
   const dataDir = resolve(config.DATA_DIR);
+  // What lives in the data directory (the embedded database, generated secrets) is for this user
+  // only: a directory made by someone else with looser rights stops the start (issue 35).
+  if (!config.DATABASE_URL || !config.ADMIN_TOKEN || !config.CODE_ENCRYPTION_KEY) refuseSharedDir(dataDir);
+  if (!config.DATABASE_URL) refuseSharedDir(join(dataDir, 'pglite'));
   const { adminToken, codeKey } = loadSecrets(config, dataDir);
   configureWebhookResolver(config);
   // One process per embedded database (contract 13.10): a second one exits naming the holder.

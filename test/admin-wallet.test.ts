@@ -71,8 +71,18 @@ describe('Idempotency-Key on top-up and adjust', () => {
       first.body,
       'true',
     ]);
+    // Contract 0: a replay carries the original X-Request-Id too, equal to its body's (issue 35).
+    expect(again.headers['x-request-id']).toBe(first.headers['x-request-id']);
     expect(await ledgerCount(m.customerId)).toBe(1);
     expect(await auditCount(t, 'carol')).toBe(audits);
+    // An adjustment's replay too.
+    const adjustUrl = `/admin/v1/customers/${m.customerId}/wallet/adjust`;
+    const adjusted = await post(adjustUrl, { mode: 'live', usd: '-2', reason: 'refund 7' }, 'adj-7');
+    const adjustedAgain = await post(adjustUrl, { mode: 'live', usd: '-2', reason: 'refund 7' }, 'adj-7');
+    expect([adjustedAgain.body, adjustedAgain.headers['x-request-id']]).toEqual([
+      adjusted.body,
+      adjusted.headers['x-request-id'],
+    ]);
   });
 
   test('the same key with another body (another mode too) is 422 idempotency_conflict', async () => {

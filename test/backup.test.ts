@@ -91,6 +91,10 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('backup and restore of the em
     const original = await everything(join(dataDir, 'pglite'));
     expect(original.customers!.length).toBeGreaterThan(0);
     expect(original.jobs!.length).toBeGreaterThan(0);
+    // The online backup is audited, as its operator (root, the CLI's token).
+    expect(
+      original.audit_events!.filter((e) => (e as { action: string }).action === 'backup.create'),
+    ).toEqual([expect.objectContaining({ actor: 'root', customer_id: null, target: null })]);
 
     // Offline: nobody holds DATA_DIR, the copy is taken from the files.
     const offline = join(servers.dataDir(), 'offline.backup');
@@ -105,7 +109,13 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('backup and restore of the em
         code: 0,
         out: `restored into ${target}: start the server with DATA_DIR=${target}\n`,
       });
-      expect(await everything(join(target, 'pglite'))).toEqual(original);
+      // Every row; the online copy without its own audit event (written after it: issue 35).
+      const expected = { ...original };
+      if (file === online)
+        expected.audit_events = original.audit_events!.filter(
+          (e) => (e as { action: string }).action !== 'backup.create',
+        );
+      expect(await everything(join(target, 'pglite'))).toEqual(expected);
 
       // The service starts on it: the same key, the same balance, and the stock still activates.
       const again = await servers.start(target);

@@ -2,16 +2,17 @@
 // one holds exits non-zero with one line naming the holder's pid; the lock of a process that died
 // (SIGKILL) is taken over, with the data it left; a graceful stop removes the lock.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, inject, test } from 'vitest';
 import { DataDirInUseError, LOCK_FILE, lockDataDir } from '../src/db/data-dir-lock.ts';
 import {
   adminHttp,
   createProcessMerchant,
   freePort,
   serverProcesses,
+  TEST_ADMIN_TOKEN,
   TEST_CODE_KEY,
 } from './helpers/process.ts';
 
@@ -70,6 +71,53 @@ describe.skipIf(Boolean(process.env.DATABASE_URL))('the DATA_DIR lock (embedded 
 
     await third.kill('SIGTERM');
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+  }, 120_000);
+
+  test('a holder killed while its parent does not reap it (a zombie) is taken over', async () => {
+    // A container whose PID 1 never waits: `sh` starts the server in the background, then
+    // becomes `sleep`, which never reaps it. SIGKILLed, the server stays a zombie: its pid still
+    // answers kill(pid, 0) and its start time still matches the lock.
+    const dataDir = servers.dataDir();
+    cpSync(inject('pgliteTemplate'), join(dataDir, 'pglite'), { recursive: true });
+    const bin = join(import.meta.dirname, '..', 'bin', 'redeem-gateway.js');
+    const parent = spawn('sh', ['-c', `"${process.execPath}" "${bin}" serve & exec sleep 120`], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATA_DIR: dataDir,
+        PORT: String(await freePort()),
+        ADMIN_PORT: String(await freePort()),
+        ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+        CODE_ENCRYPTION_KEY: `${TEST_CODE_KEY},${Buffer.alloc(32, 7).toString('base64')}`,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: 'ignore',
+    });
+    try {
+      let holderPid = 0;
+      for (const deadline = Date.now() + 60_000; !holderPid && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 100));
+        try {
+          holderPid = JSON.parse(readFileSync(join(dataDir, LOCK_FILE), 'utf8')).pid;
+        } catch {
+          // not written yet
+        }
+      }
+      expect(holderPid).toBeGreaterThan(0);
+      process.kill(holderPid, 'SIGKILL');
+      const state = () => {
+        const stat = readFileSync(`/proc/${holderPid}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+      };
+      for (let i = 0; i < 100 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(state()).toBe('Z');
+
+      const next = await servers.start(dataDir);
+      expect(JSON.parse(readFileSync(join(dataDir, LOCK_FILE), 'utf8')).pid).toBe(next.child.pid);
+      expect((await fetch(`${next.url}/v1/health`)).status).toBe(200);
+      await next.kill('SIGTERM');
+    } finally {
+      parent.kill('SIGKILL');
+    }
   }, 120_000);
 
   test('a lock naming a live process is refused, one naming a dead one or garbage is taken over', () => {

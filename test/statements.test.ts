@@ -233,6 +233,30 @@ describe('a worked example', () => {
       expect(bad.statusCode, q).toBe(400);
       expect(bad.json().error_code).toBe('bad_request');
     }
+    // Years 2000 to 9999 only (issue 35: to=9999-12-31 was a 500, its next day in year 10000),
+    // on the merchant's route and the operator's alike.
+    for (const [q, message] of [
+      ['?from=9999-12-01&to=9999-12-31', null],
+      ['?from=1999-12-31&to=2000-01-05', 'from: must be a day of the years 2000 to 9999'],
+      ['?from=2026-11-01&to=0001-01-01', 'to: must be a day of the years 2000 to 9999'],
+    ] as const) {
+      const admin = await t.admin.inject({
+        method: 'GET',
+        url: `/admin/v1/customers/${m.customerId}/statements${q}&mode=test`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      for (const res of [await statement(m.key, q), admin]) {
+        if (message === null) {
+          expect(res.statusCode, q).toBe(200);
+          expect(res.json().days).toHaveLength(31);
+        } else {
+          expect({ status: res.statusCode, body: res.json() }, q).toEqual({
+            status: 400,
+            body: { ok: false, error_code: 'bad_request', message, request_id: res.headers['x-request-id'] },
+          });
+        }
+      }
+    }
     // 366 days, both ends included, is the longest range.
     expect((await statement(m.key, '?from=2025-11-24&to=2026-11-24')).statusCode).toBe(200);
     const noRead = await createMerchant(t, { key: { scopes: ['redeem'] } });

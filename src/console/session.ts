@@ -10,8 +10,12 @@ import { sha256Hex } from '../core/keys/keys.ts';
 export const SESSION_COOKIE = 'rg_console';
 /** A session lasts this long from sign-in (no sliding renewal: sign in again each working day). */
 export const SESSION_TTL_MS = 8 * 3_600_000;
-/** Open sessions kept at most; the oldest goes first (only the token holder can create one). */
-const MAX_SESSIONS = 200;
+/**
+ * Open sessions kept at most per operator; that operator's oldest goes first. Per operator, not
+ * in all (issue 35: with one cap for everyone, a viewer signing in 200 times signed every admin
+ * out). Memory stays bounded: only an operator's token creates its sessions, and operators are few.
+ */
+export const MAX_SESSIONS_PER_OPERATOR = 20;
 /**
  * Requests that change something must carry this header when authenticated by the cookie. A
  * cross-site page cannot send a custom header without a CORS preflight, which is never granted.
@@ -42,7 +46,10 @@ export function createSessionStore(clock: Clock, ttlMs = SESSION_TTL_MS): Sessio
   return {
     create(operatorId) {
       sweep();
-      while (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
+      // Insertion order is age: this operator's sessions, oldest first.
+      const mine = [...sessions].filter(([, x]) => x.operatorId === operatorId).map(([k]) => k);
+      for (const k of mine.slice(0, Math.max(0, mine.length - MAX_SESSIONS_PER_OPERATOR + 1)))
+        sessions.delete(k);
       const id = randomBytes(32).toString('base64url');
       const expiresAt = new Date(clock.now().getTime() + ttlMs);
       sessions.set(key(id), { expiresAt, operatorId });

@@ -7,6 +7,13 @@
 // Hand-written rather than `proper-lockfile`: that library tells a live holder from a dead one
 // by how fresh the lock's mtime is, so a crashed holder's lock blocks a restart until it goes
 // stale and the holder's process id is never known; here the pid is checked directly.
+//
+// A holder that died but was not reaped yet (a zombie: its parent is slow to wait, or a
+// container's PID 1 never waits) still answers kill(pid, 0) with its start time unchanged, so
+// the process state in /proc/<pid>/stat is read as well: `Z` (zombie) or `X` (dead) counts as
+// gone. Not an flock(2) held on an open descriptor, which the kernel would drop by itself: Node
+// has no flock, and the maintained binding (`fs-ext`) builds with node-gyp, which downloads
+// Node's headers at install; the /proc check serves the same on Linux, the platform we run on.
 import {
   mkdirSync,
   readFileSync as read,
@@ -41,17 +48,18 @@ export interface DataDirLock {
 /** Directories this process holds (a second start in the same process is refused too). */
 const held = new Set<string>();
 
-function startTime(pid: number): string | null {
+/** Fields of /proc/<pid>/stat after the command name: [0] the state, [19] the start time. */
+function procStat(pid: number): string[] | null {
   try {
     const stat = read(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }
 }
 
 function me(): Holder {
-  return { pid: process.pid, host: hostname(), started: startTime(process.pid) };
+  return { pid: process.pid, host: hostname(), started: procStat(process.pid)?.[19] ?? null };
 }
 
 function readHolder(path: string): Holder | null {
@@ -75,8 +83,11 @@ function alive(h: Holder, dir: string): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  const now = startTime(h.pid);
-  return h.started === null || now === null || now === h.started;
+  const stat = procStat(h.pid);
+  // Gone between the two questions (reaped meanwhile), unless there is no /proc to ask.
+  if (stat === null) return procStat(process.pid) === null;
+  if (stat[0] === 'Z' || stat[0] === 'X') return false; // died, not reaped yet
+  return h.started === null || stat[19] === undefined || stat[19] === h.started;
 }
 
 /**

@@ -89,7 +89,15 @@ export function installAdminDoor(
       return;
     if (request.routeOptions.config.consolePublic) return;
     request.operator = await identify(request, door);
-    if (request.operator.role !== 'admin' && request.method !== 'GET' && request.method !== 'HEAD')
+    if (request.operator.role === 'admin') return;
+    // A read a viewer may not make (contract 13.1: the backup holds every secret of the database).
+    const adminOnly = (request.routeOptions.config as { adminOnly?: string }).adminOnly;
+    if (adminOnly)
+      throw new ApiError(
+        'forbidden',
+        `the operator ${request.operator.name} is a viewer and may not ${adminOnly}`,
+      );
+    if (request.method !== 'GET' && request.method !== 'HEAD')
       throw new ApiError('forbidden', `the operator ${request.operator.name} is a viewer and may only read`);
   });
   return door;
@@ -125,5 +133,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The operator that authenticated this admin request (null before the door, and on public routes). */
     operator: Operator | null;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A read only an `admin` may make; a viewer's 403 says it may not <this>. */
+    adminOnly?: string;
   }
 }

@@ -15,6 +15,7 @@ import { ApiError } from '../core/errors.ts';
 import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
+import { createKnownKeyDigests } from '../core/keys/known-key-digests.ts';
 import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
 import type { UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import { windowLimitedError } from '../core/limits/window-limit.ts';
@@ -44,6 +45,7 @@ export function installKeyChecks(
   app.decorateRequest('cachedKey', null);
   app.decorateRequest('burstPending', false);
   const keyCache = createKeyCache();
+  const knownKeys = createKnownKeyDigests(ctx.db);
 
   const identify = async (request: FastifyRequest, reply: FastifyReply) => {
     const rule = (request.routeOptions.config as { auth?: ScopeRule }).auth ?? 'any';
@@ -54,13 +56,16 @@ export function installKeyChecks(
       const digest = keyDigest(request);
       if (unknownKeys && !keyCache.get(digest)) {
         const wait = unknownKeys.refusal(request.ip, ctx.clock.now().getTime());
-        if (wait !== null) {
+        // Over the limit: refused without a lookup, unless the key exists (a valid key is never
+        // refused by this limit; the known digests cost at most a statement a second).
+        if (wait !== null && !(await knownKeys.exists(digest))) {
           await paced(pace, `address:${request.ip}`);
           throw unknownKeyRefusal(unknownKeys, wait);
         }
       }
       try {
         key = await authenticate(ctx.db, digest, ctx.clock, keyCache);
+        knownKeys.learn(digest);
       } catch (err) {
         // No key has that digest: one more unknown key from this address.
         if (err instanceof ApiError && err.code === 'unauthorized')

@@ -1,7 +1,7 @@
 // The secrets of the data directory (contract 12.7): the admin token and the code encryption key,
 // from the environment or from files made on first start, readable by this user only.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
 import { loadKeyring } from '../core/crypto/keyring.ts';
@@ -18,6 +18,24 @@ export function ensurePrivateDir(dir: string): void {
   if (existsSync(dir)) return;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700); // whatever the umask
+}
+
+export class SharedDataDirError extends Error {
+  override name = 'SharedDataDirError';
+}
+
+/**
+ * Refuses a directory of the data directory that others can read or write (issue 35): PGlite
+ * writes its files 0666 and relies on the directory's 0700, which ensurePrivateDir sets only on a
+ * directory it creates, so a pre-made one open to others would expose every code and secret. A
+ * missing directory passes (it is created 0700).
+ */
+export function refuseSharedDir(dir: string): void {
+  const mode = statSync(dir, { throwIfNoEntry: false })?.mode;
+  if (mode === undefined || (mode & 0o077) === 0) return;
+  throw new SharedDataDirError(
+    `DATA_DIR ${dir} can be read or written by others (mode ${(mode & 0o777).toString(8)}): it holds the embedded database and its secrets; run chmod 700 ${dir}`,
+  );
 }
 
 /** Reads a secret file of the data directory, creating it (mode 0600) on first use. */

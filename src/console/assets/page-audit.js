@@ -24,6 +24,7 @@ const ACTIONS = [
   'bot.bind',
   'bot.unbind',
   'topup.reject',
+  'backup.create',
 ];
 
 /** The target as a link where the console has a page for it. */

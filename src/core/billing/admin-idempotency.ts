@@ -15,7 +15,11 @@ import { ApiError } from '../errors.ts';
 /** 1 to 255 printable ASCII characters (the header's own rule; contract 13.3). */
 export const ADMIN_IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
-export type TakenKey = { kind: 'new' } | { kind: 'replay'; status: number; body: string };
+/**
+ * A replay carries the first answer's request id (contract 0: the original body under the
+ * original X-Request-Id), read from the stored body every admin answer carries it in.
+ */
+export type TakenKey = { kind: 'new' } | { kind: 'replay'; status: number; body: string; requestId: string };
 
 /** Takes the key for this request, or returns the stored answer; another body → 422. */
 export async function takeAdminKey(
@@ -39,7 +43,8 @@ export async function takeAdminKey(
   const row = r.rows[0]!;
   if (row.fingerprint !== fingerprint)
     throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used with another request body');
-  return { kind: 'replay', status: row.status, body: row.body };
+  const requestId = (JSON.parse(row.body) as { request_id: string }).request_id;
+  return { kind: 'replay', status: row.status, body: row.body, requestId };
 }
 
 /** Stores the answer of the request that took the key (same transaction). */

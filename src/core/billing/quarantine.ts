@@ -72,7 +72,10 @@ export async function settleQuarantined(
   ref: { jobId: string; position: number },
   settlement: Settlement,
   by: 'check' | 'operator',
-  /** The operator who settled it by hand: the audit row is written in the settlement's transaction. */
+  /**
+   * The operator who settled it, by hand or by running the check: the audit row is written in the
+   * settlement's transaction. None for the automatic checker (no operator acted).
+   */
   actor?: Actor,
 ): Promise<boolean> {
   const { clock } = deps;
@@ -90,7 +93,14 @@ export async function settleQuarantined(
           action: 'quarantine.settle',
           customerId: done.customer_id,
           target: ref.jobId,
-          details: { job_id: ref.jobId, position: ref.position, mode: done.mode, outcome: settlement },
+          details: {
+            job_id: ref.jobId,
+            position: ref.position,
+            mode: done.mode,
+            outcome: settlement,
+            // Settled by the status check an operator ran (POST /admin/v1/quarantine/check).
+            ...(by === 'check' ? { by } : {}),
+          },
         },
         clock,
       );
@@ -121,7 +131,12 @@ export interface CheckSummary {
  */
 export async function checkQuarantined(
   deps: RedeemDeps,
-  opts: { limit?: number; all?: boolean } = {},
+  opts: {
+    limit?: number;
+    all?: boolean;
+    /** The operator who asked for this check: each code it settles is audited as theirs. */
+    actor?: Actor;
+  } = {},
 ): Promise<CheckSummary> {
   const now = deps.clock.now();
   const claimed = await deps.db.query<{
@@ -180,7 +195,7 @@ export async function checkQuarantined(
       continue;
     }
     const settlement: Settlement = answer.redeemed ? 'used' : 'unused';
-    if (await settleQuarantined(deps, c, settlement, 'check')) summary[settlement] += 1;
+    if (await settleQuarantined(deps, c, settlement, 'check', opts.actor)) summary[settlement] += 1;
   }
   return summary;
 }

@@ -19,6 +19,9 @@ export const MAX_STATEMENT_DAYS = 366;
 /** Days in a statement when the caller names no `from`. */
 export const DEFAULT_STATEMENT_DAYS = 30;
 const DAY_MS = 86_400_000;
+/** The days a statement may name (issue 35: `to=9999-12-31` was a 500). */
+const FIRST_DAY = '2000-01-01';
+const LAST_DAY = '9999-12-31';
 
 export interface StatementCounts {
   requests_included: number;
@@ -44,6 +47,10 @@ export function statementRange(now: Date, from: string | undefined, to: string |
     // A day that does not exist (2026-02-30) comes back as another day.
     if (!d || Number.isNaN(d.getTime()) || utcDay(d) !== raw)
       throw new ApiError('bad_request', `${name}: must be a date YYYY-MM-DD`);
+    // Years with four digits, from the first the service could have records of: every day of
+    // the range, and the day after it, stays a plain YYYY-MM-DD and a PostgreSQL date.
+    if (raw < FIRST_DAY || raw > LAST_DAY)
+      throw new ApiError('bad_request', `${name}: must be a day of the years 2000 to 9999`);
     return d;
   };
   const end = to === undefined ? new Date(`${utcDay(now)}T00:00:00Z`) : parse('to', to);
@@ -93,8 +100,9 @@ export async function statementDays(
     ),
     q.query<{ day: string; used: number; overage: number }>(
       `select to_char(day, 'YYYY-MM-DD') as day, used, overage from daily_usage
-        where customer_id = $1 and mode = $2 and day >= $3::date and day < $4::date`,
-      [owner.customerId, owner.mode, utcDay(range.start), utcDay(after)],
+        where customer_id = $1 and mode = $2 and day >= $3::date and day <= $4::date`,
+      // The last day itself: the day after 9999-12-31 has no YYYY-MM-DD (issue 35).
+      [owner.customerId, owner.mode, utcDay(range.start), utcDay(range.end)],
       'statement_usage',
     ),
     q.query<{ rolledUntil: Date | null }>(

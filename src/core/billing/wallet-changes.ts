@@ -29,6 +29,8 @@ export interface WalletAnswer {
   /** The JSON body, exactly as first sent. */
   body: string;
   replay: boolean;
+  /** The X-Request-Id of the answer: the first request's on a replay. */
+  requestId: string;
 }
 
 export async function changeWallet(
@@ -43,7 +45,8 @@ export async function changeWallet(
     const before = await loadAccountState(tx, customerId, change.mode, today(clock));
     if (!before) throw new ApiError('not_found', 'unknown customer');
     const taken = await takeAdminKey(tx, customerId, idempotency.key, idempotency.fingerprint, clock);
-    if (taken.kind === 'replay') return { status: taken.status, body: taken.body, replay: true };
+    if (taken.kind === 'replay')
+      return { status: taken.status, body: taken.body, replay: true, requestId: taken.requestId };
     const { entryId } = await appendLedger(
       tx,
       { ...change, customerId, actor: actor.name, requestId: actor.requestId },
@@ -82,6 +85,6 @@ export async function changeWallet(
       balance_usd: usdNumber(after.balanceMicros - after.heldMicros),
     });
     await storeAdminAnswer(tx, customerId, idempotency.key, 200, body);
-    return { status: 200, body, replay: false };
+    return { status: 200, body, replay: false, requestId: actor.requestId };
   });
 }

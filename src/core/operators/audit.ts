@@ -29,6 +29,7 @@ export const AUDIT_ACTIONS = [
   'bot.bind',
   'bot.unbind',
   'topup.reject',
+  'backup.create',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

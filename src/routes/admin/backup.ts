@@ -1,20 +1,17 @@
 // GET /admin/v1/backup: a consistent copy of the embedded database while the server runs
 // (contract 13.10), for `redeem-gateway backup`. The body is PGlite's gzip'd tarball of its data
 // directory; the CLI adds the data directory's secrets from disk, so they never cross HTTP.
-// On PostgreSQL: 400, backups are PostgreSQL's own (pg_dump, base backups; README).
+// Role `admin` only, one at a time, audited (core/operators/backups.ts). On PostgreSQL: 400,
+// backups are PostgreSQL's own (pg_dump, base backups; README).
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../core/errors.ts';
+import { takeBackup } from '../../core/operators/backups.ts';
+import { actorOf } from '../../http/admin-door.ts';
 import type { ServerContext } from '../../http/context.ts';
 
 export function registerAdminBackupRoute(app: FastifyInstance, ctx: ServerContext) {
-  app.get('/admin/v1/backup', async (request, reply) => {
-    if (!ctx.db.dump)
-      throw new ApiError(
-        'bad_request',
-        'this server runs on PostgreSQL: back it up with PostgreSQL tools (pg_dump, or base backups with WAL archiving)',
-      );
+  app.get('/admin/v1/backup', { config: { adminOnly: 'take a backup' } }, async (request, reply) => {
     const started = Date.now();
-    const tarball = Buffer.from(await (await ctx.db.dump()).arrayBuffer());
+    const tarball = await takeBackup(ctx.db, actorOf(request), ctx.clock);
     request.log.info({ bytes: tarball.length, ms: Date.now() - started }, 'backup taken');
     return reply
       .header('Cache-Control', 'no-store')

@@ -42,7 +42,7 @@ export function registerAdminQuarantineRoutes(app: FastifyInstance, ctx: AppCont
     ) {
       throw new ApiError('bad_request', 'this endpoint takes no body');
     }
-    const summary = await checkQuarantined(ctx, { all: true, limit: 500 });
+    const summary = await checkQuarantined(ctx, { all: true, limit: 500, actor: actorOf(request) });
     return { ok: true, request_id: request.id, ...summary };
   });
 

@@ -78,6 +78,7 @@ export function registerAdminWalletRoutes(app: FastifyInstance, ctx: AppContext)
     return reply
       .code(answer.status)
       .header('SVC-Idempotent-Replay', String(answer.replay))
+      .header('X-Request-Id', answer.requestId)
       .type('application/json; charset=utf-8')
       .send(answer.body);
   };
