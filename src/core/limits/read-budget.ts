@@ -48,40 +48,41 @@ interface KeyLog {
   unsettled: number[];
 }
 
+/** Drops the times that left the window (logs are short: at most the limit and the bound above). */
+function inWindow(rule: WindowRule, times: number[], nowMs: number) {
+  const from = nowMs - rule.windowMs;
+  let i = 0;
+  while (i < times.length && times[i]! <= from) i++;
+  if (i > 0) times.splice(0, i);
+}
+
+/** The slot for a read at `nowMs` from a key's log, counting the read in when it is accepted. */
+function decide(rule: WindowRule, log: KeyLog, nowMs: number): WindowSlot {
+  inWindow(rule, log.settled, nowMs);
+  inWindow(rule, log.sending, nowMs);
+  inWindow(rule, log.unsettled, nowMs);
+  let counted = log.settled.length + log.sending.length + log.unsettled.length;
+  const allowed = counted < rule.limit;
+  if (allowed) {
+    log.unsettled.push(nowMs);
+    counted++;
+  }
+  // Each log is in time order but for a clock that stepped back: its least time is its first.
+  const oldest = Math.min(
+    log.settled[0] ?? Number.POSITIVE_INFINITY,
+    log.sending[0] ?? Number.POSITIVE_INFINITY,
+    log.unsettled[0] ?? Number.POSITIVE_INFINITY,
+    log.unsettled[log.unsettled.length - 1] ?? Number.POSITIVE_INFINITY,
+  );
+  return windowSlotOf(allowed, counted, oldest, nowMs, rule.limit, rule.windowMs);
+}
+
 export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudgetOptions): ReadBudget {
   const maxUnsettled = opts.shared ? (opts.maxUnsettled ?? 25) : Number.POSITIVE_INFINITY;
   const maxKeys = opts.maxKeys ?? 100_000;
   const logs = new Map<string, KeyLog>();
   let lastNowMs = 0;
   let inFlight: Promise<void> | null = null;
-
-  const inWindow = (times: number[], nowMs: number) => {
-    // Logs are short (at most the limit and the bound above): dropping the old times is linear.
-    const from = nowMs - rule.windowMs;
-    let i = 0;
-    while (i < times.length && times[i]! <= from) i++;
-    if (i > 0) times.splice(0, i);
-  };
-
-  const decide = (log: KeyLog, nowMs: number): WindowSlot => {
-    inWindow(log.settled, nowMs);
-    inWindow(log.sending, nowMs);
-    inWindow(log.unsettled, nowMs);
-    let counted = log.settled.length + log.sending.length + log.unsettled.length;
-    const allowed = counted < rule.limit;
-    if (allowed) {
-      log.unsettled.push(nowMs);
-      counted++;
-    }
-    // Each log is in time order but for a clock that stepped back: its least time is its first.
-    const oldest = Math.min(
-      log.settled[0] ?? Number.POSITIVE_INFINITY,
-      log.sending[0] ?? Number.POSITIVE_INFINITY,
-      log.unsettled[0] ?? Number.POSITIVE_INFINITY,
-      log.unsettled[log.unsettled.length - 1] ?? Number.POSITIVE_INFINITY,
-    );
-    return windowSlotOf(allowed, counted, oldest, nowMs, rule.limit, rule.windowMs);
-  };
 
   /** One statement: every key's new reads in, every such key's log (all processes') back. */
   const settleOnce = async () => {
@@ -146,8 +147,8 @@ export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudge
 
   const forget = (nowMs: number) => {
     for (const [subject, log] of logs) {
-      inWindow(log.settled, nowMs);
-      inWindow(log.unsettled, nowMs);
+      inWindow(rule, log.settled, nowMs);
+      inWindow(rule, log.unsettled, nowMs);
       if (log.settled.length + log.sending.length + log.unsettled.length === 0) logs.delete(subject);
     }
     // Still too many (a flood of distinct keys within one window): the oldest keys go.
@@ -169,7 +170,7 @@ export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudge
     // Reads of this key arriving meanwhile wait for the same settle, so none passes the bound.
     while (true) {
       const log = logs.get(subject)!;
-      if (log.unsettled.length + log.sending.length < maxUnsettled) return decide(log, nowMs);
+      if (log.unsettled.length + log.sending.length < maxUnsettled) return decide(rule, log, nowMs);
       await settle();
     }
   };
@@ -183,7 +184,7 @@ export function createReadBudget(q: Queryable, rule: WindowRule, opts: ReadBudge
         log = { settled: [], sending: [], unsettled: [] };
         logs.set(subject, log);
       }
-      if (log.unsettled.length + log.sending.length < maxUnsettled) return decide(log, nowMs);
+      if (log.unsettled.length + log.sending.length < maxUnsettled) return decide(rule, log, nowMs);
       return takeAfterSettle(subject, nowMs);
     },
     async stop() {
