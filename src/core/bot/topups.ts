@@ -70,21 +70,32 @@ export function topupView(r: TopupRow) {
   };
 }
 
-/** The person's test wallet credited at once (test money, as a test key's world is). */
-export async function creditTestTopup(
+/**
+ * A top-up credited: one `topup` ledger entry through appendLedger (the one writer of the
+ * ledger) and its `wallet.topup` audit row, in the caller's transaction. Returns the entry's id.
+ */
+async function creditTopup(
   tx: Queryable,
   clock: Clock,
   actor: Actor,
-  input: { customerId: number; usdMicros: number },
-): Promise<void> {
+  x: {
+    customerId: number;
+    mode: Mode;
+    usdMicros: number;
+    note: string;
+    reference?: string;
+    details?: object;
+  },
+): Promise<number> {
   const { entryId } = await appendLedger(
     tx,
     {
-      customerId: input.customerId,
-      mode: 'test',
-      amountMicros: input.usdMicros,
+      customerId: x.customerId,
+      mode: x.mode,
+      amountMicros: x.usdMicros,
       kind: 'topup',
-      note: 'test top-up from the chat bot',
+      note: x.note,
+      reference: x.reference ?? null,
       actor: actor.name,
       requestId: actor.requestId,
     },
@@ -95,16 +106,28 @@ export async function creditTestTopup(
     actor,
     {
       action: 'wallet.topup',
-      customerId: input.customerId,
+      customerId: x.customerId,
       target: String(entryId),
-      details: {
-        mode: 'test',
-        amount_usd: usdNumber(input.usdMicros),
-        note: 'test top-up from the chat bot',
-      },
+      details: { mode: x.mode, amount_usd: usdNumber(x.usdMicros), note: x.note, ...x.details },
     },
     clock,
   );
+  return entryId;
+}
+
+/** The person's test wallet credited at once (test money, as a test key's world is). */
+export async function creditTestTopup(
+  tx: Queryable,
+  clock: Clock,
+  actor: Actor,
+  input: { customerId: number; usdMicros: number },
+): Promise<void> {
+  await creditTopup(tx, clock, actor, {
+    customerId: input.customerId,
+    mode: 'test',
+    usdMicros: input.usdMicros,
+    note: 'test top-up from the chat bot',
+  });
 }
 
 /** A live top-up request, pending for 7 days. */
@@ -179,34 +202,17 @@ export async function approveTopup(
     if (!(await stillPending(tx, row, now)))
       throw new ApiError('conflict', `the top-up request is ${row.state}, not pending`);
     const note = `top-up request ${row.id}`;
-    const { entryId } = await appendLedger(
-      tx,
-      {
-        customerId: row.customerId,
-        mode: row.mode,
-        amountMicros: row.usdMicros,
-        kind: 'topup',
-        note,
-        reference: row.id,
-        actor: actor.name,
-        requestId: actor.requestId,
-      },
-      deps.clock,
-    );
+    await creditTopup(tx, deps.clock, actor, {
+      customerId: row.customerId,
+      mode: row.mode,
+      usdMicros: row.usdMicros,
+      note,
+      reference: row.id,
+      details: { topup_request: row.id },
+    });
     await tx.query(
       `update topup_requests set state = 'approved', decided_at = $2, decided_by = $3 where id = $1`,
       [row.id, now, actor.name],
-    );
-    await recordAudit(
-      tx,
-      actor,
-      {
-        action: 'wallet.topup',
-        customerId: row.customerId,
-        target: String(entryId),
-        details: { mode: row.mode, amount_usd: usdNumber(row.usdMicros), note, topup_request: row.id },
-      },
-      deps.clock,
     );
     return { request: { ...row, state: 'approved', decidedAt: now, decidedBy: actor.name }, credited: true };
   });
@@ -280,20 +286,18 @@ export async function recordPayment(
   const seen = await tx.query('select 1 from topup_payments where charge_id = $1', [input.chargeId]);
   if (seen.rows.length > 0) return null;
   const note = `telegram payment ${input.chargeId} (provider ${input.providerChargeId ?? '-'}) for ${row.id}`;
-  const { entryId } = await appendLedger(
-    tx,
-    {
-      customerId: row.customerId,
-      mode: row.mode,
-      amountMicros: row.usdMicros,
-      kind: 'topup',
-      note,
-      reference: row.id,
-      actor: actor.name,
-      requestId: actor.requestId,
+  const entryId = await creditTopup(tx, clock, actor, {
+    customerId: row.customerId,
+    mode: row.mode,
+    usdMicros: row.usdMicros,
+    note,
+    reference: row.id,
+    details: {
+      topup_request: row.id,
+      telegram_payment_charge_id: input.chargeId,
+      provider_payment_charge_id: input.providerChargeId,
     },
-    clock,
-  );
+  });
   await tx.query(
     `insert into topup_payments (charge_id, provider_charge_id, request_id, ledger_entry, created_at)
      values ($1, $2, $3, $4, $5)`,
@@ -304,24 +308,6 @@ export async function recordPayment(
     `update topup_requests set state = 'paid', decided_at = coalesce(decided_at, $2), decided_by = $3
                    where id = $1 and state in ('pending', 'expired')`,
     [row.id, now, actor.name],
-  );
-  await recordAudit(
-    tx,
-    actor,
-    {
-      action: 'wallet.topup',
-      customerId: row.customerId,
-      target: String(entryId),
-      details: {
-        mode: row.mode,
-        amount_usd: usdNumber(row.usdMicros),
-        note,
-        topup_request: row.id,
-        telegram_payment_charge_id: input.chargeId,
-        provider_payment_charge_id: input.providerChargeId,
-      },
-    },
-    clock,
   );
   return { request: { ...row, state: 'paid' } };
 }
