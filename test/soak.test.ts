@@ -4,23 +4,32 @@
 // requests) and a few SIGKILLs of the server, each followed by a restart on the same database.
 // Then the faults stop, work drains, the quarantine check settles what is unknown, the server
 // stops, and the database is opened directly to check the invariants of test/helpers/invariants.ts.
+// The chat bot is on (a stand-in for the Bot API in this process): owners of two customers
+// redeem from the chat and top up while all that goes on (test/helpers/soak-bot.ts). Updates
+// come by long polling on PGlite (a restart takes the lease over at once) and by webhook on
+// PostgreSQL (where a killed poller's lease would keep the bot silent for up to 30 s; a webhook
+// delivery is retried for a few seconds, about what a restart takes there).
 //
-// Seeded: SOAK_SEED=<n> replays the same choices (timing still varies); SOAK_MS sets the loop.
+// Seeded: SOAK_SEED=<n> replays the same choices (timing still varies); SOAK_MS sets the loop;
+// SOAK_CHAT_LOG=1 prints the chats (every message with its edits).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { codeHash } from '../src/core/crypto/code-crypto.ts';
 import { type Database, openPglite, openPostgres } from '../src/db/database.ts';
+import { type BotApiSim, startBotApiSim } from '../src/dev/bot-api-sim.ts';
 import { createUpstreamSim, type FaultRule, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { checkInvariants, type KnownCode } from './helpers/invariants.ts';
 import {
   adminHttp,
+  freePort,
   type ServerProcess,
   startServerProcess,
   TEST_ADMIN_TOKEN,
   TEST_CODE_KEY,
 } from './helpers/process.ts';
+import { createSoakChat } from './helpers/soak-bot.ts';
 
 const SEED = process.env.SOAK_SEED ? Number(process.env.SOAK_SEED) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const LOOP_MS = Number(process.env.SOAK_MS ?? 30_000);
@@ -83,8 +92,17 @@ interface AsyncJob {
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'rg-soak-'));
-const serverEnv: Record<string, string> = { ACTIVATOR: 'http', ACTIVATOR_KEY: SIM_KEY };
+const serverEnv: Record<string, string> = {
+  ACTIVATOR: 'http',
+  ACTIVATOR_KEY: SIM_KEY,
+  // A webhook of one soak customer points at a closed port on this machine: its events are
+  // written (and fail), so "no webhook event for a bot job" is checked against real events.
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_RETRY_DELAYS: '3600',
+};
+const BOT_UPDATES = ON_POSTGRES ? 'webhook' : 'polling';
 let sim: UpstreamSim | undefined;
+let botSim: BotApiSim | undefined;
 let server: ServerProcess | undefined;
 let db: Database | undefined;
 
@@ -92,6 +110,7 @@ afterAll(async () => {
   await server?.kill();
   await db?.close().catch(() => undefined);
   await sim?.close();
+  await botSim?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -305,7 +324,20 @@ async function sendRedeem(req: RedeemCall, asyncJobs: AsyncJob[], maxRetries: nu
 }
 
 async function startServer(simUrl: string) {
-  return startServerProcess({ dataDir, env: { ...serverEnv, ACTIVATOR_URL: simUrl } });
+  const env = { ...serverEnv, ACTIVATOR_URL: simUrl };
+  if (BOT_UPDATES === 'polling') return startServerProcess({ dataDir, env });
+  // Webhook mode: the public port is fixed before the start, since the webhook URL names it.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await startServerProcess({
+        dataDir,
+        env: { ...env, PORT: String(port), BOT_WEBHOOK_URL: `http://127.0.0.1:${port}/bot/updates` },
+      });
+    } catch (err) {
+      if (attempt >= 3 || !/EADDRINUSE/.test(String((err as Error).message))) throw err;
+    }
+  }
 }
 
 async function createMerchant(
@@ -378,12 +410,19 @@ async function importStock(customerId: number, category: string, n: number) {
 /** Output of every server process of the run, for its error lines. */
 const logs: string[] = [];
 
-/** The error (and fatal) log lines of the servers, shortened, with how often each message came. */
-function serverErrors(outputs: string[]): string[] {
+/**
+ * The error (and fatal) log lines of the servers, shortened, with how often each message came;
+ * with `minLevel` 40 and a prefix, the warnings too (the bot's, for the report).
+ */
+function serverErrors(outputs: string[], minLevel = 50, prefix = ''): string[] {
   const seen = new Map<string, number>();
   for (const line of outputs.join('\n').split('\n')) {
     if (!line.trim()) continue;
-    let entry: { level?: number; msg?: string; err?: { message?: string; stack?: string } };
+    let entry: {
+      level?: number;
+      msg?: string;
+      err?: { message?: string; stack?: string; description?: string };
+    };
     try {
       entry = JSON.parse(line) as typeof entry;
     } catch {
@@ -391,8 +430,12 @@ function serverErrors(outputs: string[]): string[] {
       if (!/error|exception|fatal/i.test(line)) continue;
       entry = { level: 60, msg: line.slice(0, 300) };
     }
-    if ((entry.level ?? 0) < 50) continue;
-    const where = entry.err?.stack?.split('\n').slice(0, 4).join(' | ') ?? entry.err?.message ?? '';
+    if ((entry.level ?? 0) < minLevel || !String(entry.msg).startsWith(prefix)) continue;
+    const where =
+      entry.err?.stack?.split('\n').slice(0, 4).join(' | ') ??
+      entry.err?.message ??
+      entry.err?.description ??
+      '';
     const text = `${entry.msg}: ${where}`;
     seen.set(text, (seen.get(text) ?? 0) + 1);
   }
@@ -426,7 +469,17 @@ async function drainJobs(asyncJobs: AsyncJob[], deadline: number) {
           )
         ).rows[0]!.n
       : 0;
-    if (open.size === 0 && unfinished === 0) return;
+    // Bot redeems (and, on PGlite, a dead process's sync jobs) through the admin API.
+    let adminUnfinished = 0;
+    for (const status of ['queued', 'running']) {
+      const r = await adminHttp<{ jobs: unknown[] }>(
+        current(),
+        'GET',
+        `/admin/v1/jobs?status=${status}&limit=1`,
+      ).catch(() => ({ jobs: [null] }));
+      adminUnfinished += r.jobs.length;
+    }
+    if (open.size === 0 && unfinished === 0 && adminUnfinished === 0) return;
     await sleep(500);
   }
   throw new Error(`jobs still unfinished after the wait: ${open.size} async jobs polled`);
@@ -456,6 +509,13 @@ test('soak: random upstream faults and process kills, then every invariant holds
   console.log(`soak: seed ${SEED} (SOAK_SEED=${SEED} to replay), ${ON_POSTGRES ? 'PostgreSQL' : 'PGlite'}`);
   sim = createUpstreamSim({ key: SIM_KEY, random: prng(SEED ^ 0x5bd1e995) });
   const simUrl = await sim.listen();
+  botSim = await startBotApiSim();
+  Object.assign(serverEnv, {
+    BOT_TOKEN: botSim.token,
+    BOT_API_ROOT: botSim.url,
+    BOT_UPDATES,
+    BOT_WEBHOOK_SECRET: 'soak-bot-webhook-secret-0123456789',
+  });
   server = await startServer(simUrl);
   if (ON_POSTGRES) db = await openPostgres(process.env.DATABASE_URL!, { max: 2 });
 
@@ -471,6 +531,24 @@ test('soak: random upstream faults and process kills, then every invariant holds
     await createMerchant('uncapped-poor', { daily_limit: null, per_request_usd: '0.05', overage: true }, 4),
   ];
 
+  // A webhook (to nowhere) for the first customer's live events; owners of the first two in the chat.
+  const closedPort = await freePort();
+  const hook = await call('POST', '/v1/webhook', merchants[0]!.keys[0]!, {
+    body: { url: `https://127.0.0.1:${closedPort}/hook` },
+  });
+  expect(hook?.status).toBe(200);
+  const chat = createSoakChat({
+    sim: botSim,
+    random: { rand, int, chance, pick },
+    server: current,
+    newCallerCode: (suffix) => newCode('caller', suffix),
+    categories: CATEGORIES,
+    ucTargets: UC_TARGETS,
+  });
+  const userBase = 90_000_000 + int(1_000_000);
+  for (const [i, m] of merchants.slice(0, 2).entries())
+    await chat.link(m, { id: userBase + i, username: `soak${userBase + i}`, first_name: `owner${i}` });
+
   sim.setFaults(faultMix());
   const loopStart = Date.now();
   const loopEnd = loopStart + LOOP_MS;
@@ -481,6 +559,7 @@ test('soak: random upstream faults and process kills, then every invariant holds
   const killAt = killWindows.map(([lo, hi]) => loopStart + between(lo!, hi!) * LOOP_MS);
   const asyncJobs: AsyncJob[] = [];
   let killedInFlight = 0;
+  const killTimes: string[] = [];
 
   const client = async (n: number) => {
     while (Date.now() < loopEnd) {
@@ -496,6 +575,7 @@ test('soak: random upstream faults and process kills, then every invariant holds
       // Kill while codes are out with the upstream (bounded wait): the case recovery must settle.
       for (let i = 0; i < 40 && sim!.stats().inFlight === 0; i++) await sleep(50);
       killedInFlight += sim!.stats().inFlight;
+      killTimes.push(new Date().toISOString());
       await current().kill('SIGKILL');
       logs.push(current().output());
       stats.kills += 1;
@@ -526,7 +606,13 @@ test('soak: random upstream faults and process kills, then every invariant holds
       }
     }
   };
-  await Promise.all([...Array.from({ length: CLIENTS }, (_, i) => client(i)), chaos(), operator()]);
+  await Promise.all([
+    ...Array.from({ length: CLIENTS }, (_, i) => client(i)),
+    chaos(),
+    operator(),
+    chat.run(loopEnd),
+    chat.operate(loopEnd),
+  ]);
   const loopMs = Date.now() - loopStart;
 
   // Quiet: no more faults, let every job finish, settle what is unknown, stop the server.
@@ -538,6 +624,8 @@ test('soak: random upstream faults and process kills, then every invariant holds
   stats.resumedAfterwards = abandoned.length;
   for (const req of abandoned) await sendRedeem(req, asyncJobs, 10);
   await drainJobs(asyncJobs, Date.now() + 30_000);
+  // The operator's last round at the top-up desk: requests made at the end of the loop.
+  await chat.operate(0);
   await settleQuarantine(Date.now() + 45_000);
   await current().kill('SIGTERM');
   const exit = current().child.exitCode;
@@ -547,9 +635,11 @@ test('soak: random upstream faults and process kills, then every invariant holds
   if (!ON_POSTGRES) db = await openPglite(join(dataDir, 'pglite'));
 
   const simStats = sim.stats();
+  const told = chat.tallyEnds();
   const report = await checkInvariants(db!, {
     codes: known,
     upstream: { redemption: (c) => sim!.redemption(c), redeemedCount: () => sim!.stats().redeemed },
+    botTopups: chat.topups,
   });
   console.log(
     `soak: ${JSON.stringify(
@@ -560,6 +650,7 @@ test('soak: random upstream faults and process kills, then every invariant holds
         totalMs: Date.now() - started,
         ...stats,
         upstreamCallsOutAtKills: killedInFlight,
+        bot: { updates: BOT_UPDATES, ...chat.stats },
         upstream: {
           requests: simStats.requests,
           maxInFlight: simStats.maxInFlight,
@@ -573,8 +664,27 @@ test('soak: random upstream faults and process kills, then every invariant holds
       1,
     )}`,
   );
+  // Not a money matter, so printed rather than asserted: a bot redeem whose end the chat was never told.
+  const untold = (
+    await db!.query<{ id: string; jobId: string; finishedAt: Date; jobFinishedAt: Date }>(
+      `select b.id, b.job_id as "jobId", b.finished_at as "finishedAt", j.finished_at as "jobFinishedAt"
+         from bot_redeems b join jobs j on j.id = b.job_id order by b.created_at`,
+    )
+  ).rows.filter((r) => !told.has(r.jobId));
+  if (untold.length)
+    console.log(
+      `soak: bot redeems whose end the chat never saw (kills at ${killTimes.join(', ')}):\n${untold
+        .map(
+          (r) =>
+            `${r.id} ${r.jobId} job finished ${r.jobFinishedAt?.toISOString?.() ?? r.jobFinishedAt} end claimed ${r.finishedAt?.toISOString?.() ?? r.finishedAt}`,
+        )
+        .join('\n')}`,
+    );
   const errors = serverErrors(logs);
   if (errors.length) console.log(`soak: server errors:\n${errors.join('\n')}`);
+  const botWarnings = serverErrors(logs, 40, 'bot:');
+  if (botWarnings.length) console.log(`soak: the bot's warnings:\n${botWarnings.join('\n')}`);
+  if (process.env.SOAK_CHAT_LOG) console.log(`soak: the chats\n${chat.transcript()}`);
   if (report.violations.length) console.log(`soak violations:\n${report.violations.slice(0, 60).join('\n')}`);
   expect(clientViolations).toEqual([]);
   expect(report.violations).toEqual([]);
@@ -599,4 +709,10 @@ test('soak: random upstream faults and process kills, then every invariant holds
   const written = new Set(soakEntries.rows.map((r) => r.key));
   expect([...walletKeysTaken].filter((k) => !written.has(k))).toEqual([]);
   expect(report.counts.upstreamRedeemed).toBeGreaterThan(0);
+  // The chat took part: manual redeems ran as bot jobs, and the webhook check saw real events.
+  expect(
+    Object.values(report.counts.botJobs as Record<string, number>).reduce((a, b) => a + b, 0),
+  ).toBeGreaterThan(0);
+  expect(chat.stats.testTopupsSent + chat.stats.liveRequestsSent).toBeGreaterThan(0);
+  expect(report.counts.webhookEvents).toBeGreaterThan(0);
 }, 170_000);

@@ -19,6 +19,21 @@ export interface KnownCode {
   kind: 'stock' | 'caller';
 }
 
+/**
+ * Wallet top-ups made from the chat bot, as the test sent them (contract 14.5). With this, every
+ * `topup` ledger entry must be one of: an operator's top-up (its audit row), a test top-up the
+ * chat sent (each credited at most once, exactly once when the bot confirmed it), or the credit
+ * of an approved (or paid) top-up request.
+ */
+export interface BotTopups {
+  /** Test-mode `/topup`s sent: amounts are unique per customer, so an entry names its command. */
+  test: { customerId: number; micros: number; confirmed: boolean }[];
+  /** Live requests whose approve the operator saw answered 200 (credited exactly once). */
+  approved: string[];
+  /** Live requests whose reject the operator saw answered 200 (never credited). */
+  rejected: string[];
+}
+
 export interface InvariantReport {
   violations: string[];
   counts: Record<string, number | Record<string, number>>;
@@ -37,6 +52,9 @@ interface Job {
   mode: string;
   status: string;
   source: string;
+  /** `api`, or `bot` for a manual redeem from the chat (contract 14.4): no hold, no bill. */
+  channel: 'api' | 'bot';
+  idempotencyKey: string;
   playerId: string;
   holdDay: string;
   rateMicros: number;
@@ -100,6 +118,8 @@ export async function checkInvariants(
     /** Every code the test made, by its lookup hash (code_hash in the tables). */
     codes: Map<string, KnownCode>;
     upstream: UpstreamRecord;
+    /** Top-ups from the chat, when the run made any. */
+    botTopups?: BotTopups;
   },
 ): Promise<InvariantReport> {
   const violations: string[] = [];
@@ -111,7 +131,8 @@ export async function checkInvariants(
 
   const jobs = (
     await db.query<Job>(
-      `select id, customer_id as "customerId", mode, status, source, player_id as "playerId",
+      `select id, customer_id as "customerId", mode, status, source, channel, idempotency_key as "idempotencyKey",
+              player_id as "playerId",
               to_char(hold_day, 'YYYY-MM-DD') as "holdDay", rate_micros as "rateMicros",
               hold_included as "holdIncluded", hold_wallet as "holdWallet",
               captured_included as "capturedIncluded", captured_wallet as "capturedWallet",
@@ -162,8 +183,9 @@ export async function checkInvariants(
       if (r.state !== 'done') continue;
       if (r.status === null || !allowedDispositions(r.status, j.source).includes(r.disposition ?? ''))
         v(`job ${j.id}#${r.position}: status ${r.status} with disposition ${r.disposition} (${j.source})`);
-      if (r.billed !== BILLED.has(r.status ?? ''))
-        v(`job ${j.id}#${r.position}: status ${r.status} with billed ${r.billed}`);
+      // A bot redeem bills nothing (contract 14.4): every outcome is recorded unbilled.
+      if (r.billed !== (j.channel === 'api' && BILLED.has(r.status ?? '')))
+        v(`job ${j.id}#${r.position} (${j.channel}): status ${r.status} with billed ${r.billed}`);
       if (r.settlement !== null && (r.disposition !== 'quarantined' || r.reused))
         v(`job ${j.id}#${r.position}: settled ${r.settlement} but disposition ${r.disposition}`);
       if (r.disposition === 'quarantined' && !r.reused && r.settlement === null)
@@ -176,6 +198,17 @@ export async function checkInvariants(
     const refunded = own.filter(
       (r) => r.state === 'pending' || (r.state === 'done' && r.billed === false),
     ).length;
+    if (j.channel === 'bot') {
+      // Outside the API quota (contract 14.4): nothing held, so nothing captured or released,
+      // no rate, and a settlement never counts as a request (below).
+      if (j.rateMicros !== 0 || hold !== 0 || captured !== 0 || released !== 0)
+        v(
+          `bot job ${j.id}: rate ${j.rateMicros}, held I=${j.holdIncluded} W=${j.holdWallet}, captured ${captured}, released ${released}: a bot redeem holds nothing`,
+        );
+      settledUsedOf.set(j.id, 0);
+      continue;
+    }
+    if (j.channel !== 'api') v(`job ${j.id}: unknown channel ${j.channel}`);
     if (hold !== own.length) v(`job ${j.id}: holds ${hold} requests for ${own.length} codes attempted`);
     if (captured + released !== hold)
       v(`job ${j.id}: open hold (held ${hold}, captured ${captured}, released ${released})`);
@@ -196,6 +229,57 @@ export async function checkInvariants(
       v(`job ${j.id}: plan without overage but ${j.holdWallet} requests held from the wallet`);
     settledUsedOf.set(j.id, own.filter((r) => r.settlement === 'used').length);
   }
+
+  // --- Bot redeems (contract 14.4): each bot job started by one pressed confirmation, of its
+  // account and player; a confirmation started at most one job; no webhook event for a bot job. ---
+  const confirmations = (
+    await db.query<{
+      id: string;
+      customerId: number;
+      mode: string;
+      playerId: string;
+      state: string;
+      jobId: string | null;
+      request: unknown;
+    }>(
+      `select id, customer_id as "customerId", mode, player_id as "playerId", state, job_id as "jobId", request
+         from bot_redeems`,
+    )
+  ).rows;
+  const confirmationsOf = new Map<string, number>();
+  for (const b of confirmations) {
+    const started = b.state === 'started' || b.state === 'finished';
+    if (started !== (b.jobId !== null)) v(`bot_redeems ${b.id} is ${b.state} with job ${b.jobId ?? 'none'}`);
+    if (b.state !== 'confirming' && b.request !== null)
+      v(`bot_redeems ${b.id} is ${b.state} but still holds its request (codes)`);
+    if (b.jobId === null) continue;
+    confirmationsOf.set(b.jobId, (confirmationsOf.get(b.jobId) ?? 0) + 1);
+    const j = jobById.get(b.jobId);
+    if (!j) v(`bot_redeems ${b.id} names job ${b.jobId}, which does not exist`);
+    else if (
+      j.channel !== 'bot' ||
+      j.customerId !== Number(b.customerId) ||
+      j.mode !== b.mode ||
+      j.playerId !== b.playerId ||
+      j.idempotencyKey !== `bot:${b.id}`
+    )
+      v(
+        `bot_redeems ${b.id} (${accountKey(Number(b.customerId), b.mode)}, player ${b.playerId}) started job ${j.id} (${j.channel}, ${accountKey(j.customerId, j.mode)}, player ${j.playerId}, key ${j.idempotencyKey})`,
+      );
+  }
+  for (const j of jobs) {
+    if (j.channel === 'bot' && confirmationsOf.get(j.id) !== 1)
+      v(`bot job ${j.id} started by ${confirmationsOf.get(j.id) ?? 0} confirmations`);
+  }
+  const botEvents = (
+    await db.query<{ jobId: string; n: number }>(
+      `select e.job_id as "jobId", count(*)::int as n from webhook_events e join jobs j on j.id = e.job_id
+        where j.channel <> 'api' group by e.job_id`,
+    )
+  ).rows;
+  for (const e of botEvents) v(`bot job ${e.jobId} has ${e.n} webhook events`);
+  const webhookEvents = (await db.query<{ n: number }>(`select count(*)::int as n from webhook_events`))
+    .rows[0]!.n;
 
   // --- 1. Stock: one state each, and the state the code's history leads to. ---
   const stock = (
@@ -292,6 +376,41 @@ export async function checkInvariants(
     const k = `${a.action}/${a.target}/${a.requestId}`;
     audited.set(k, (audited.get(k) ?? 0) + 1);
   }
+  // Top-ups from the chat (contract 14.5): requests, and the payments that credited them.
+  const requests = new Map(
+    (
+      await db.query<{
+        id: string;
+        customerId: number;
+        mode: string;
+        micros: number;
+        state: string;
+        decidedBy: string | null;
+      }>(
+        `select id, customer_id as "customerId", mode, usd_micros as micros, state, decided_by as "decidedBy"
+           from topup_requests`,
+      )
+    ).rows.map((r) => [r.id, r]),
+  );
+  const paymentsOf = new Map<string, Set<number>>();
+  for (const p of (
+    await db.query<{ requestId: string; entry: number }>(
+      `select request_id as "requestId", ledger_entry as entry from topup_payments`,
+    )
+  ).rows) {
+    const set = paymentsOf.get(p.requestId) ?? new Set<number>();
+    set.add(Number(p.entry));
+    paymentsOf.set(p.requestId, set);
+  }
+  const creditsOf = new Map<string, number>();
+  // Test top-ups the chat sent, by customer and amount (unique per customer), and their credits.
+  const sentTests = new Map<string, { confirmed: boolean; credited: number }>();
+  for (const t of input.botTopups?.test ?? []) {
+    const k = `${t.customerId}/${t.micros}`;
+    if (sentTests.has(k))
+      throw new Error(`botTopups.test: amount ${t.micros} sent twice for ${t.customerId}`);
+    sentTests.set(k, { confirmed: t.confirmed, credited: 0 });
+  }
   const running = new Map<string, number>();
   const chargesOf = new Map<string, number>();
   for (const e of ledger) {
@@ -310,10 +429,40 @@ export async function checkInvariants(
       // An adjustment never takes a wallet below zero (contract 13.3).
       if (e.kind === 'adjustment' && e.amount < 0 && e.balanceAfter < 0)
         v(`ledger ${e.id}: an adjustment left the balance at ${e.balanceAfter}`);
+      if (e.kind === 'topup') {
+        // Where the money came from: a top-up request (approved or paid), a test top-up from the
+        // chat, or an operator (its audit row, above). Nothing else credits a wallet.
+        const telegram = e.actor.startsWith('telegram:');
+        if (e.reference !== null) {
+          const r = requests.get(e.reference);
+          creditsOf.set(e.reference, (creditsOf.get(e.reference) ?? 0) + 1);
+          if (!r) v(`ledger ${e.id}: a top-up for ${e.reference}, which is no top-up request`);
+          else {
+            if (r.customerId !== e.customerId || r.mode !== e.mode || r.micros !== e.amount)
+              v(
+                `ledger ${e.id}: ${e.amount} to ${k} for request ${r.id} of ${r.micros} to ${accountKey(r.customerId, r.mode)}`,
+              );
+            if (r.state === 'approved' && e.actor !== r.decidedBy)
+              v(`ledger ${e.id}: credit of request ${r.id} by ${e.actor}, approved by ${r.decidedBy}`);
+            if (r.state === 'paid' && !paymentsOf.get(r.id)?.has(e.id))
+              v(`ledger ${e.id}: credit of paid request ${r.id} that no payment names`);
+          }
+        } else if (telegram) {
+          // A test top-up from the chat (a live one is always a request).
+          if (e.mode !== 'test') v(`ledger ${e.id}: a ${e.mode} top-up by ${e.actor} with no request`);
+          if (input.botTopups && e.mode === 'test') {
+            const sent = sentTests.get(`${e.customerId}/${e.amount}`);
+            if (!sent) v(`ledger ${e.id}: a test top-up of ${e.amount} to ${k} the chat never sent`);
+            else sent.credited += 1;
+          }
+        }
+      }
     } else if (e.kind === 'charge') {
       const j = e.reference ? jobById.get(e.reference) : undefined;
       if (!j) v(`ledger ${e.id}: a charge for ${e.reference}, which is no job`);
       else {
+        // Only an API job's capture or quarantine settlement charges (contract 14.4).
+        if (j.channel !== 'api') v(`ledger ${e.id}: a charge for ${j.channel} job ${j.id}`);
         if (j.customerId !== e.customerId || j.mode !== e.mode)
           v(`ledger ${e.id}: charge of ${k} for job ${j.id} of another account`);
         if (e.amount !== -j.rateMicros)
@@ -321,6 +470,33 @@ export async function checkInvariants(
         chargesOf.set(j.id, (chargesOf.get(j.id) ?? 0) + 1);
       }
     } else v(`ledger ${e.id}: unknown kind ${e.kind}`);
+  }
+  // Each top-up request credited as its state says: approved exactly once, paid once per
+  // payment, never while pending, rejected or expired.
+  for (const r of requests.values()) {
+    const n = creditsOf.get(r.id) ?? 0;
+    const want = r.state === 'approved' ? 1 : r.state === 'paid' ? (paymentsOf.get(r.id)?.size ?? 0) : 0;
+    if (r.state === 'paid' && want === 0) v(`top-up request ${r.id} is paid with no payment`);
+    if (r.state !== 'paid' && paymentsOf.has(r.id)) v(`top-up request ${r.id} is ${r.state} but was paid`);
+    if (n !== want)
+      v(`top-up request ${r.id} (${r.state}, ${r.micros}) credited ${n} times, expected ${want}`);
+  }
+  if (input.botTopups) {
+    for (const id of input.botTopups.approved) {
+      const state = requests.get(id)?.state;
+      if (state !== 'approved')
+        v(`top-up request ${id}: approve answered 200, but it is ${state ?? 'missing'}`);
+    }
+    for (const id of input.botTopups.rejected) {
+      const state = requests.get(id)?.state;
+      if (state !== 'rejected')
+        v(`top-up request ${id}: reject answered 200, but it is ${state ?? 'missing'}`);
+    }
+    for (const [k, t] of sentTests) {
+      if (t.credited > 1) v(`test top-up ${k} from the chat credited ${t.credited} times`);
+      if (t.confirmed && t.credited !== 1)
+        v(`test top-up ${k}: the bot confirmed it, credited ${t.credited} times`);
+    }
   }
   for (const a of accounts) {
     const k = accountKey(a.customerId, a.mode);
@@ -455,6 +631,18 @@ export async function checkInvariants(
       settlements: tally(own.filter((c) => c.settlement).map((c) => c.settlement!)),
       stock: tally(stock.map((s) => s.state)),
       walletCharges: ledger.filter((e) => e.kind === 'charge').length,
+      botJobs: tally(jobs.filter((j) => j.channel === 'bot').map((j) => j.status)),
+      botAttempts: tally(
+        own
+          .filter((c) => jobById.get(c.jobId)?.channel === 'bot')
+          .map((c) => (c.state === 'done' ? `${c.status}/${c.disposition}` : c.state)),
+      ),
+      botConfirmations: tally(confirmations.map((b) => b.state)),
+      topupRequests: tally([...requests.values()].map((r) => r.state)),
+      botTestTopups: ledger.filter(
+        (e) => e.kind === 'topup' && e.actor.startsWith('telegram:') && !e.reference,
+      ).length,
+      webhookEvents,
       upstreamRedeemed: upstreamTotal,
     },
   };
