@@ -179,6 +179,19 @@ describe('the manual redeem', () => {
     expect(await ledgerCount(m.customerId)).toBe(0);
   });
 
+  test("a press reports in the confirmation's mode, whatever mode the person switched to since", async () => {
+    const { m, who } = await shop();
+    const msg = await confirm(who, `${PLAYER} ${uniqueCode('OK', '-60')}`);
+    expect(msg.text!.split('\n')[0]).toBe('[test]');
+    expect((await say(t, who, '/mode live')).text).toContain('[live]');
+    await press(who, msg, 'Redeem');
+    const end = await finished(who, msg.message_id);
+    expect(end.split('\n')[0]).toBe('[test]');
+    expect([...msg.edits, end].every((text) => text.startsWith('[test]'))).toBe(true);
+    const jobs = await t.ctx.db.query<{ mode: string }>('select mode from jobs where customer_id = $1', [m.customerId]);
+    expect(jobs.rows).toEqual([{ mode: 'test' }]);
+  });
+
   test('with no plan at all, outside the quota: a plain code redeem runs and bills nothing', async () => {
     const { m, who } = await shop({ plan: null });
     const msg = await confirm(who, `${PLAYER} ${uniqueCode('OK', '-325')}`);

@@ -35,36 +35,58 @@ export async function reportProgress(app: ServerContext, api: Api): Promise<void
       );
   }
   for (const r of await startedRedeems(app.db)) {
+    // An edit is safe to repeat (the same text again changes nothing), so it is made before the
+    // report is marked: a process killed in between leaves it to the next pass, never lost. A
+    // new message (no message to edit) is not: it is claimed first, so it is sent at most once.
     if (ENDED.has(r.jobStatus)) {
-      if (!(await markFinished(app.db, r.id, now))) continue;
-      await say(app, api, r, await finalText(app, r));
-    } else if (r.done > r.reportedDone) {
-      if (!(await markReported(app.db, r.id, r.reportedDone, r.done))) continue;
-      await say(
-        app,
-        api,
-        r,
-        inMode(r.mode, `Redeem running (${r.jobId})`, summaryLines(r.summary), `done: ${r.done}/${r.total}`),
+      const text = await finalText(app, r);
+      if (r.messageId === null) {
+        if (await markFinished(app.db, r.id, now)) await send(app, api, r.chatId, text);
+      } else if (await edit(app, api, r, text, true)) await markFinished(app.db, r.id, now);
+    } else if (r.done > r.reportedDone && r.messageId !== null) {
+      const text = inMode(
+        r.mode,
+        `Redeem running (${r.jobId})`,
+        summaryLines(r.summary),
+        `done: ${r.done}/${r.total}`,
       );
+      if (await edit(app, api, r, text, false)) await markReported(app.db, r.id, r.reportedDone, r.done);
     }
   }
 }
 
-async function say(app: ServerContext, api: Api, r: StartedRedeem, text: string) {
+async function send(app: ServerContext, api: Api, chatId: number, text: string) {
+  await api
+    .sendMessage(chatId, text)
+    .catch((err: unknown) => app.logger.warn({ err: errorInfo(err) }, 'bot: could not report a redeem'));
+}
+
+/**
+ * Edits the redeem's message; true when it shows `text` now (or, for progress, when it cannot be
+ * edited any more). A message that cannot be edited (deleted by the person) gets the end as a
+ * new message, once (claimed first), and the progress not at all.
+ */
+async function edit(
+  app: ServerContext,
+  api: Api,
+  r: StartedRedeem,
+  text: string,
+  final: boolean,
+): Promise<boolean> {
   try {
-    if (r.messageId !== null) await api.editMessageText(r.chatId, r.messageId, text);
-    else await api.sendMessage(r.chatId, text);
+    await api.editMessageText(r.chatId, r.messageId!, text);
+    return true;
   } catch (err) {
-    // The edit may fail (the message was deleted, or the text did not change): send it anew.
-    app.logger.warn(
-      { err: errorInfo(err), jobId: r.jobId },
-      'bot: could not edit a redeem message; sending it',
-    );
-    await api
-      .sendMessage(r.chatId, text)
-      .catch((e: unknown) =>
-        app.logger.warn({ err: errorInfo(e), jobId: r.jobId }, 'bot: could not report a redeem'),
-      );
+    const info = errorInfo(err);
+    if (/not modified/i.test(info.description ?? '')) return true;
+    if (info.code !== 400) {
+      app.logger.warn({ err: info, jobId: r.jobId }, 'bot: could not edit a redeem message; trying again');
+      return false;
+    }
+    if (!final) return true;
+    app.logger.warn({ err: info, jobId: r.jobId }, 'bot: a redeem message cannot be edited; sending it');
+    if (await markFinished(app.db, r.id, app.clock.now())) await send(app, api, r.chatId, text);
+    return false;
   }
 }
 

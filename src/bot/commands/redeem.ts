@@ -138,6 +138,8 @@ async function pressed(c: BotContext, id: string, redeem: boolean) {
     }),
   );
   if (!result) return;
+  // The confirmation's mode, not the person's now (they may have switched since).
+  const mode = result.mode ?? person.mode;
   const edit = (text: string) => c.editMessageText(text, { reply_markup: undefined }).catch(() => undefined);
   switch (result.kind) {
     case 'started': {
@@ -148,7 +150,7 @@ async function pressed(c: BotContext, id: string, redeem: boolean) {
         : '';
       await edit(
         inMode(
-          person.mode,
+          mode,
           `Redeem started (${result.jobId})`,
           summaryLines(result.summary),
           waiting,
@@ -159,11 +161,11 @@ async function pressed(c: BotContext, id: string, redeem: boolean) {
     }
     case 'cancelled':
       await c.answerCallbackQuery({ text: 'Cancelled' });
-      await edit(inMode(person.mode, 'Redeem cancelled: nothing was run.'));
+      await edit(inMode(mode, 'Redeem cancelled: nothing was run.'));
       return;
     case 'refused':
       await c.answerCallbackQuery({ text: 'Refused' });
-      await edit(inMode(person.mode, result.line));
+      await edit(inMode(mode, result.line));
       return;
     case 'gone':
       if (result.why !== 'expired') {
@@ -171,8 +173,6 @@ async function pressed(c: BotContext, id: string, redeem: boolean) {
         return;
       }
       await c.answerCallbackQuery({ text: 'This confirmation expired (10 minutes): send /redeem again.' });
-      await edit(
-        inMode(person.mode, 'Confirmation expired after 10 minutes: nothing was run. Send /redeem again.'),
-      );
+      await edit(inMode(mode, 'Confirmation expired after 10 minutes: nothing was run. Send /redeem again.'));
   }
 }

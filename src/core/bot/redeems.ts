@@ -110,11 +110,13 @@ interface ConfirmationRow {
   createdAt: Date;
 }
 
-export type PressResult =
+/** What a press did; `mode` is the confirmation's (the person may have switched since). */
+export type PressResult = { mode: Mode | null } & (
   | { kind: 'started'; jobId: string; summary: RedeemSummary; messageId: number | null; queued: boolean }
   | { kind: 'cancelled' }
   | { kind: 'gone'; why: 'done' | 'expired' | 'not_yours' }
-  | { kind: 'refused'; line: string };
+  | { kind: 'refused'; line: string }
+);
 
 /**
  * A press of Redeem or Cancel, in the update's own transaction `tx` (the caller recorded the
@@ -136,8 +138,10 @@ export async function pressConfirmation(
       [input.id],
     )
   ).rows[0];
-  if (!row || Number(row.telegramUserId) !== input.telegramUserId) return { kind: 'gone', why: 'not_yours' };
-  if (row.state !== 'confirming') return { kind: 'gone', why: 'done' };
+  if (!row || Number(row.telegramUserId) !== input.telegramUserId)
+    return { mode: null, kind: 'gone', why: 'not_yours' };
+  const mode = row.mode;
+  if (row.state !== 'confirming') return { mode, kind: 'gone', why: 'done' };
   const end = async (state: 'cancelled' | 'expired') =>
     tx.query(`update bot_redeems set state = $2, decided_at = $3, request = null where id = $1`, [
       row.id,
@@ -146,11 +150,11 @@ export async function pressConfirmation(
     ]);
   if (now.getTime() - new Date(row.createdAt).getTime() > CONFIRM_TTL_MS) {
     await end('expired');
-    return { kind: 'gone', why: 'expired' };
+    return { mode, kind: 'gone', why: 'expired' };
   }
   if (input.action === 'cancel') {
     await end('cancelled');
-    return { kind: 'cancelled' };
+    return { mode, kind: 'cancelled' };
   }
   const caller = { customerId: Number(row.customerId), mode: row.mode };
   // Checked again at the press (14.4): the account may have changed since the confirmation.
@@ -159,13 +163,17 @@ export async function pressConfirmation(
   const refusal = botRedeemRefusal(state, now);
   if (refusal) {
     await end('cancelled');
-    return { kind: 'refused', line: refusal };
+    return { mode, kind: 'refused', line: refusal };
   }
   const jobId = newJobId();
   const codes = await botJobCodes(tx, deps, caller, row, jobId);
   if (!codes) {
     await end('cancelled');
-    return { kind: 'refused', line: 'no_stock: not enough stock for this redeem; add codes with /addstock' };
+    return {
+      mode,
+      kind: 'refused',
+      line: 'no_stock: not enough stock for this redeem; add codes with /addstock',
+    };
   }
   await createBotJob(tx, deps, caller, { jobId, row, codes, requestId: input.requestId });
   const running = await tx.query(
@@ -179,6 +187,7 @@ export async function pressConfirmation(
     [row.id, jobId, now, JSON.stringify({ codes: codes.length })],
   );
   return {
+    mode,
     kind: 'started',
     jobId,
     summary: { ...row.summary, codes: codes.length },
