@@ -1,6 +1,6 @@
 // POST /bot/updates (contract 14.1): Telegram's webhook delivery of the chat bot's updates, on the
 // public listener, authenticated by Telegram's secret header instead of an API key.
-import { errorResponses, headersFor, json, type Op, PUBLIC } from './operations.ts';
+import { errorResponses, headersFor, json, type Op } from './operations.ts';
 
 const botUpdatesOp: Op = { auth: false, errors: ['unauthorized', 'not_found'] };
 
@@ -15,15 +15,7 @@ export function botPaths() {
           'Accepted only with `X-Telegram-Bot-Api-Secret-Token` equal to BOT_WEBHOOK_SECRET (otherwise 401, ' +
           'nothing processed). The update is acted on at most once (by its `update_id`) before the answer. ' +
           '404 when the bot is off or polls.',
-        security: PUBLIC,
-        parameters: [
-          {
-            name: 'X-Telegram-Bot-Api-Secret-Token',
-            in: 'header',
-            required: true,
-            schema: { type: 'string', minLength: 1, maxLength: 256 },
-          },
-        ],
+        security: [{ telegramSecret: [] }],
         requestBody: {
           required: true,
           content: json({

@@ -54,6 +54,13 @@ function buildDocument() {
     },
     components: {
       securitySchemes: {
+        telegramSecret: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Telegram-Bot-Api-Secret-Token',
+          description:
+            'BOT_WEBHOOK_SECRET, as Telegram sends it with each webhook delivery (POST /bot/updates only).',
+        },
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',

@@ -3,11 +3,12 @@
 -- and the one polling lease. A bot redeem is a job like any other, marked by its channel.
 
 -- `api` for every job so far; `bot` for a manual redeem from the chat (no hold, no bill, no
--- webhook event). A domain, as the other enum-like columns of jobs (migration 0070). Adding a
--- column with a constant default rewrites nothing.
+-- webhook event). A domain, as the other enum-like columns of jobs (migration 0070), made
+-- without its check first: a column with a constant default of a domain that has no constraint
+-- is added without rewriting the table; the check added after only scans it (0070 says why).
 create domain job_channel as text;
-alter domain job_channel add constraint job_channel_check check (value in ('api', 'bot'));
 alter table jobs add column channel job_channel not null default 'api';
+alter domain job_channel add constraint job_channel_check check (value in ('api', 'bot'));
 -- At most one bot redeem per customer and mode runs at a time (14.4): the claim skips a queued
 -- one while another runs, and this index makes it hold when two processes claim at once.
 create unique index jobs_one_bot_running on jobs (customer_id, mode) where channel = 'bot' and status = 'running';
