@@ -188,7 +188,9 @@ describe('the manual redeem', () => {
     const end = await finished(who, msg.message_id);
     expect(end.split('\n')[0]).toBe('[test]');
     expect([...msg.edits, end].every((text) => text.startsWith('[test]'))).toBe(true);
-    const jobs = await t.ctx.db.query<{ mode: string }>('select mode from jobs where customer_id = $1', [m.customerId]);
+    const jobs = await t.ctx.db.query<{ mode: string }>('select mode from jobs where customer_id = $1', [
+      m.customerId,
+    ]);
     expect(jobs.rows).toEqual([{ mode: 'test' }]);
   });
 
