@@ -8,7 +8,7 @@ import type { Queryable } from '../../db/database.ts';
 import { loadAccountState, spendableMicros } from '../accounts/accounts.ts';
 import { usdText } from '../billing/money.ts';
 import { utcDay } from '../clock.ts';
-import { type BotUser, customerOwners } from './links.ts';
+import { BOT_USER_COLUMNS, type BotUser, botUserFrom } from './links.ts';
 
 export const EXPIRING_WITHIN_MS = 3 * 24 * 3600 * 1000;
 
@@ -51,19 +51,17 @@ export async function flipCondition(
 }
 
 async function owners(q: Queryable, customerId: number): Promise<Owner[]> {
-  const all = await customerOwners(q, customerId);
-  const settings = await q.query<{ id: string; alertBalanceMicros: string | null; alertsOff: boolean }>(
-    `select id, alert_balance_micros as "alertBalanceMicros", alerts_off as "alertsOff" from bot_users
-      where customer_id = $1 and unbound_at is null and role = 'owner'`,
+  const r = await q.query<BotUser & { threshold: string | null }>(
+    `select ${BOT_USER_COLUMNS}, u.alert_balance_micros as threshold
+       from bot_users u join customers c on c.id = u.customer_id
+      where u.customer_id = $1 and u.unbound_at is null and u.role = 'owner' and not u.alerts_off
+      order by u.bound_at`,
     [customerId],
   );
-  const byId = new Map(settings.rows.map((s) => [s.id, s]));
-  return all
-    .filter((o) => !byId.get(o.id)?.alertsOff)
-    .map((o) => {
-      const t = byId.get(o.id)?.alertBalanceMicros;
-      return { ...o, alertBalanceMicros: t === null || t === undefined ? null : Number(t) };
-    });
+  return r.rows.map(({ threshold, ...row }) => ({
+    ...botUserFrom(row),
+    alertBalanceMicros: threshold === null ? null : Number(threshold),
+  }));
 }
 
 /** Customers with an owner who takes alerts. */

@@ -157,11 +157,12 @@ export interface BotUser {
   mode: Mode;
 }
 
-const BOT_USER_COLUMNS = `u.id, u.customer_id as "customerId", c.name as "customerName",
+/** The columns of a BotUser, over `bot_users u join customers c`. */
+export const BOT_USER_COLUMNS = `u.id, u.customer_id as "customerId", c.name as "customerName",
   c.disabled_at is not null as "customerDisabled", u.telegram_user_id as "telegramUserId", u.chat_id as "chatId",
   u.role, u.mode`;
 
-function botUserFrom(row: BotUser): BotUser {
+export function botUserFrom<T extends BotUser>(row: T): T {
   return {
     ...row,
     customerId: Number(row.customerId),
@@ -179,16 +180,6 @@ export async function touchBotUser(q: Queryable, telegramUserId: number, now: Da
     [telegramUserId, now],
   );
   return r.rows[0] ? botUserFrom(r.rows[0]) : null;
-}
-
-/** The owners of a customer still bound, for alerts and top-up answers. */
-export async function customerOwners(q: Queryable, customerId: number): Promise<BotUser[]> {
-  const r = await q.query<BotUser>(
-    `select ${BOT_USER_COLUMNS} from bot_users u join customers c on c.id = u.customer_id
-      where u.customer_id = $1 and u.unbound_at is null and u.role = 'owner' order by u.bound_at`,
-    [customerId],
-  );
-  return r.rows.map(botUserFrom);
 }
 
 export async function setBotUserMode(q: Queryable, userId: string, mode: Mode): Promise<void> {
