@@ -4,7 +4,7 @@
 // shell blocks run in order as one script (`bash -euo pipefail`) in a directory of its own, as a
 // reader would run them in one terminal, with the environment the pages explain: BASE_URL and
 // API_KEY (the demo test key the first start prints), ADMIN_URL and ADMIN_TOKEN, RECEIVER_PORT
-// (a free port for the webhook receiver), and `redeem-gateway` on the PATH. The server trusts a
+// (a free port for the webhook receiver), REPO (this checkout), and `redeem-gateway` on the PATH. The server trusts a
 // certificate made as docs/merchants/first-hour.md makes it, with private webhook targets allowed.
 // DOCS_VERBOSE=1 prints what each page printed.
 import { execFileSync, spawn } from 'node:child_process';
@@ -65,6 +65,7 @@ test('the pages a newcomer follows have runnable examples', () => {
   expect(byFile.get('docs/merchants/first-hour.md')?.files.map((f) => f.name)).toEqual(['receiver.mjs']);
   expect(blocks('docs/merchants/statements.md')).toContain('/v1/statements');
   expect(blocks('docs/operators/cli.md')).toMatch(/^redeem-gateway admin /m);
+  expect(blocks('docs/merchants/sdk.md')).toContain('node quickstart.mjs');
 });
 
 describe.skipIf(onPostgres || tools.length > 0)('the runnable blocks of the documentation', () => {
@@ -123,6 +124,8 @@ describe.skipIf(onPostgres || tools.length > 0)('the runnable blocks of the docu
       ADMIN_URL: server.adminUrl,
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       RECEIVER_PORT: String(await freePort()),
+      // The checkout, for the SDK page's `npm pack "$REPO/sdk"`.
+      REPO: ROOT,
     };
   }, 120_000);
 
