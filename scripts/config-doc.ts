@@ -130,7 +130,7 @@ const SECTIONS: [string, Record<string, Setting>][] = [
       },
       SANDBOX_SLOW_MS: {
         meaning:
-          'How late the sandbox answers a code containing `SLOW` (see [sandbox values](../merchants/first-hour.md#the-sandbox)).',
+          'How late the sandbox answers a code containing `SLOW`, for every test key of this gateway (a request cannot choose it; see [sandbox values](../merchants/first-hour.md#the-sandbox)).',
       },
     },
   ],
