@@ -176,7 +176,7 @@ export const RedeemRequest: JsonSchema = {
   description:
     'Give exactly one of `codes` (your codes), `packs` or `uc` (codes from your stock). An optional ' +
     'field sent as null counts as absent; a number with no fractional part is an integer. Checks run in ' +
-    'the contract order: bad_request, bad_player, ambiguous_source, empty, bad_codes, bad_packs, no_combo.',
+    'this order: bad_request, bad_player, ambiguous_source, empty, bad_codes, bad_packs, no_combo.',
   required: ['player_id'],
   additionalProperties: false,
   // Exactly one source given (null counts as absent): the server's ambiguous_source and empty.
