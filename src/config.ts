@@ -87,6 +87,10 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
+/** A positive whole number setting with its default. */
+const positiveSetting = (name: string, fallback: number) =>
+  optionalString.transform((v, ctx) => positiveInt(v, fallback, name, ctx));
+
 const schema = z
   .object({
     HOST: optionalString.transform((v) => v ?? '127.0.0.1'),
@@ -197,23 +201,13 @@ const schema = z
       }
       return Number(v);
     }),
-    // The request log of refusals and errors (issue 36, core/requests/, docs/operators-requests.md):
-    // days its rows are kept (the sweeper deletes older ones), and the rows kept per customer and
-    // UTC day, and for all unidentified callers together (no key, or an unknown one) per UTC day,
-    // so a flood cannot fill the disk: beyond a cap a day's further refusals are only counted.
-    REQUEST_LOG_RETENTION_DAYS: optionalString.transform((v, ctx) =>
-      positiveInt(v, 7, 'REQUEST_LOG_RETENTION_DAYS', ctx),
-    ),
-    // How often the buffered rows are written (a full batch of 200 is written at once).
-    REQUEST_LOG_FLUSH_MS: optionalString.transform((v, ctx) =>
-      positiveInt(v, 1000, 'REQUEST_LOG_FLUSH_MS', ctx),
-    ),
-    REQUEST_LOG_DAILY_CAP: optionalString.transform((v, ctx) =>
-      positiveInt(v, 10_000, 'REQUEST_LOG_DAILY_CAP', ctx),
-    ),
-    REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: optionalString.transform((v, ctx) =>
-      positiveInt(v, 20_000, 'REQUEST_LOG_UNIDENTIFIED_DAILY_CAP', ctx),
-    ),
+    // The request log (issue 36, docs/operators-requests.md): days a row is kept; how often the
+    // buffer is written (a full batch of 200 at once); rows kept per customer and UTC day, and per
+    // UTC day for all unidentified callers together (no key, or an unknown one), beyond: counted.
+    REQUEST_LOG_RETENTION_DAYS: positiveSetting('REQUEST_LOG_RETENTION_DAYS', 7),
+    REQUEST_LOG_FLUSH_MS: positiveSetting('REQUEST_LOG_FLUSH_MS', 1000),
+    REQUEST_LOG_DAILY_CAP: positiveSetting('REQUEST_LOG_DAILY_CAP', 10_000),
+    REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: positiveSetting('REQUEST_LOG_UNIDENTIFIED_DAILY_CAP', 20_000),
     // Hostile input and safe defaults (contract 12.6, 12.7; issues 8 and 9): the request
     // timeout, webhook name resolution, and the switches that allow what is refused by default.
     REQUEST_TIMEOUT_MS: optionalString.transform((v, ctx) =>
