@@ -22,6 +22,9 @@ Options (defaults in brackets):
   --duration=S        seconds per phase [8]
   --flood=N           connections of the flooding client [32]
   --victims=N         connections of the quiet merchant [4]
+  --cap=N             both daily caps of the log-on gateway [the defaults: 10,000 and 20,000]
+                      (a cap above what a phase sends measures the writes for the whole phase)
+  --floods=LIST       unknown-key,no-key [both]
   --postgres=URL      run on this throwaway PostgreSQL database instead of PGlite
   --help
 `;
@@ -83,12 +86,13 @@ async function logCounters(adminUrl: string, token: string) {
 async function runGateway(
   kind: Flood,
   log: 'on' | 'off',
-  o: { duration: number; flood: number; victims: number; postgres?: string },
+  o: { duration: number; flood: number; victims: number; postgres?: string; cap?: string },
 ): Promise<Row[]> {
   const settings: Record<string, string> = { READ_RATE_LIMIT: '9999999' };
-  if (log === 'off') {
-    settings.REQUEST_LOG_DAILY_CAP = '1';
-    settings.REQUEST_LOG_UNIDENTIFIED_DAILY_CAP = '1';
+  const cap = log === 'off' ? '1' : o.cap;
+  if (cap) {
+    settings.REQUEST_LOG_DAILY_CAP = cap;
+    settings.REQUEST_LOG_UNIDENTIFIED_DAILY_CAP = cap;
   }
   const gw = await startGateway({
     settings,
@@ -148,6 +152,8 @@ async function main() {
       flood: { type: 'string', default: '32' },
       victims: { type: 'string', default: '4' },
       postgres: { type: 'string' },
+      cap: { type: 'string' },
+      floods: { type: 'string', default: FLOODS.join(',') },
       help: { type: 'boolean', default: false },
     },
   });
@@ -160,13 +166,15 @@ async function main() {
     flood: Number(values.flood),
     victims: Number(values.victims),
     postgres: values.postgres,
+    cap: values.cap,
   };
+  const floods = values.floods.split(',').filter((f): f is Flood => (FLOODS as string[]).includes(f));
   const load = loadavg().map((l) => l.toFixed(2));
   const rows: Row[] = [];
-  for (const kind of FLOODS)
+  for (const kind of floods)
     for (const log of ['on', 'off'] as const) rows.push(...(await runGateway(kind, log, o)));
   console.log(
-    `database: ${o.postgres ? 'PostgreSQL' : 'PGlite'}; ${o.duration} s a phase; flood ${o.flood} connections, victim ${o.victims}; load average at start ${load.join(' ')}, at end ${loadavg()
+    `database: ${o.postgres ? 'PostgreSQL' : 'PGlite'}; caps ${o.cap ?? 'default'}; ${o.duration} s a phase; flood ${o.flood} connections, victim ${o.victims}; load average at start ${load.join(' ')}, at end ${loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')}`,
   );
