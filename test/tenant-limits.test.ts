@@ -21,7 +21,7 @@ let t: TestApp;
 beforeAll(async () => {
   // The read budget's background settle (one statement a second on PostgreSQL) would land inside
   // the statement counts below: it settles when a key's reads call for it instead. So would the
-  // request log's timed writes of the refusals (a full batch of 200 is still written at once).
+  // request log's timed writes of the refusals.
   t = await createTestApp({
     env: {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',

@@ -1,8 +1,11 @@
 // The request log's writer (issue 36): refused and failed answers are recorded off the request
 // path. `record` only pushes to a bounded buffer (never a statement, never a throw); a background
-// loop writes the buffer in batches of at most `batchRows` rows, one transaction each, every
-// `flushMs` or at once when a batch is full. What cannot be kept is counted, never waited for:
-//   - buffer full (the database is slower than the refusals arrive): the row is dropped;
+// loop writes what the buffer holds every `flushMs`, in batches of at most `batchRows` rows (one
+// multi-row insert, one transaction each). The buffer's bound is also the writes' rate: at most
+// `maxBuffered` rows per `flushMs` (1,000 a second by default), so a flood of refusals costs the
+// database, and on PGlite its one connection, a bounded amount of work whatever its rate (measured:
+// bench/request-log.ts). What cannot be kept is counted, never waited for:
+//   - buffer full (a flood above that rate, or a database slower than it): the row is dropped;
 //   - the subject's daily cap reached, as this process counted it: dropped before the buffer, so a
 //     flood past its cap costs no statement at all (the database's count holds across processes);
 //   - a batch whose write failed: dropped with one log line (a refusal log is not worth a retry
@@ -35,7 +38,10 @@ export interface RequestLogWriterOptions {
   flushMs?: number;
   /** Rows per batch (one multi-row insert; default 200). */
   batchRows?: number;
-  /** Rows the buffer holds at most (default 10,000); beyond it rows are dropped and counted. */
+  /**
+   * Rows the buffer holds at most, so rows written per `flushMs` at most (default 1,000); beyond
+   * it rows are dropped and counted.
+   */
   maxBuffered?: number;
   counters?: RequestLogCounters;
 }
@@ -53,17 +59,14 @@ export interface RequestLogWriter {
 
 export function startRequestLogWriter(opts: RequestLogWriterOptions): RequestLogWriter {
   const batchRows = opts.batchRows ?? 200;
-  const maxBuffered = opts.maxBuffered ?? 10_000;
+  const maxBuffered = opts.maxBuffered ?? 1_000;
   let buffer: RequestLogEntry[] = [];
   // Rows this process took per subject on `day`: a subject past its cap is dropped here.
   let day = '';
   const takenToday = new Map<string, number>();
   let writing: Promise<void> = Promise.resolve();
 
-  const writeOne = async (): Promise<boolean> => {
-    if (buffer.length === 0) return false;
-    const batch = buffer.slice(0, batchRows);
-    buffer = buffer.slice(batch.length);
+  const writeBatch = async (batch: RequestLogEntry[]) => {
     try {
       const r = await opts.db.transaction((tx) => writeRequestLogBatch(tx, batch, opts.caps));
       opts.counters?.written(r.written);
@@ -72,11 +75,16 @@ export function startRequestLogWriter(opts: RequestLogWriterOptions): RequestLog
       opts.counters?.dropped('write_failed', batch.length);
       opts.logger.warn({ err, rows: batch.length }, 'request log batch dropped: its write failed');
     }
-    return buffer.length >= batchRows;
   };
-  // One write at a time, whether the loop or a flush asked for it.
+  // Writes what the buffer holds now (rows that come meanwhile wait for the next pass), one
+  // batch after another; one pass at a time, whether the loop or a flush asked for it.
+  const writeBuffered = async () => {
+    const taken = buffer;
+    buffer = [];
+    for (let i = 0; i < taken.length; i += batchRows) await writeBatch(taken.slice(i, i + batchRows));
+  };
   const serialised = () => {
-    const next = writing.then(writeOne);
+    const next = writing.then(writeBuffered);
     writing = next.then(
       () => undefined,
       () => undefined,
@@ -110,7 +118,6 @@ export function startRequestLogWriter(opts: RequestLogWriterOptions): RequestLog
       }
       takenToday.set(subject, taken + 1);
       buffer.push(entry);
-      if (buffer.length === batchRows) loop.wake();
     },
     async flush() {
       while (buffer.length > 0) await serialised();

@@ -56,7 +56,10 @@ export async function writeRequestLogBatch(
     g.rows.push(e);
     groups.set(key, g);
   }
-  const list = [...groups.values()];
+  // In one order in every process: two batches locking the same days' counts cannot deadlock.
+  const list = [...groups.values()].sort((a, b) =>
+    a.subject === b.subject ? a.day.localeCompare(b.day) : a.subject.localeCompare(b.subject),
+  );
   const counted = await q.query<{ subject: string; day: string; seen: number }>(
     `insert into request_log_days as d (subject, day, seen)
      select * from unnest($1::text[], $2::date[], $3::int[])
