@@ -2,9 +2,10 @@
 // request path, with what the request was and nothing it carried; the daily caps and retention
 // bound it; the operator lists it (GET /admin/v1/requests) and looks ids up (GET /admin/v1/lookup).
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { startRequestLogWriter } from '../src/core/requests/log-writer.ts';
 import { type RequestLogEntry, sweepRequestLog } from '../src/core/requests/request-log.ts';
+import { SWEEP_PASSES, sweepOnce } from '../src/core/sweeper/passes.ts';
 import { loggedPath } from '../src/http/request-log.ts';
 import {
   ADMIN_TOKEN,
@@ -404,6 +405,76 @@ describe('bounded', () => {
     expect(dropped.write_failed).toBe(5);
     expect(t.logs.join('')).toContain('request log batch dropped');
     await w.stop();
+  });
+
+  test('the writes are bounded: rows that come while a pass writes wait for the next pass', async () => {
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let entered = () => {};
+    const inFirstWrite = new Promise<void>((r) => {
+      entered = r;
+    });
+    let calls = 0;
+    // The first write waits until the test lets it go.
+    const db = {
+      ...t.ctx.db,
+      transaction: async (fn: Parameters<typeof t.ctx.db.transaction>[0]) => {
+        calls += 1;
+        if (calls === 1) {
+          entered();
+          await gate;
+        }
+        return t.ctx.db.transaction(fn);
+      },
+    } as typeof t.ctx.db;
+    let full = 0;
+    const w = startRequestLogWriter({
+      db,
+      logger: t.ctx.logger,
+      caps: { perCustomer: 1000, unidentified: 1000 },
+      maxBuffered: 3,
+      flushMs: 50,
+      counters: {
+        written: () => undefined,
+        dropped: (why, n) => {
+          if (why === 'buffer_full') full += n;
+        },
+      },
+    });
+    const at = new Date('2031-03-01T00:00:00Z');
+    for (let i = 0; i < 3; i++) w.record(entry(null, at, i));
+    await inFirstWrite;
+    // The pass took its 3 rows; what comes now waits, up to the buffer's bound.
+    expect(w.buffered()).toBe(0);
+    for (let i = 3; i < 7; i++) w.record(entry(null, at, i));
+    expect(w.buffered()).toBe(3);
+    expect(full).toBe(1);
+    release();
+    await vi.waitFor(async () => expect(await count('at = $1', [at])).toBe(6), { timeout: 5000 });
+    expect(calls).toBe(2);
+    await w.stop();
+  });
+
+  test("the sweeper's request log pass deletes what is older than REQUEST_LOG_RETENTION_DAYS", async () => {
+    const now = t.clock.now();
+    const old = new Date(now.getTime() - 8 * 86_400_000);
+    const recent = new Date(now.getTime() - 6 * 86_400_000);
+    const w = startRequestLogWriter({
+      db: t.ctx.db,
+      logger: t.ctx.logger,
+      caps: { perCustomer: 10, unidentified: 10 },
+    });
+    w.record(entry(null, old, 9));
+    w.record(entry(null, recent, 9));
+    await w.stop();
+    await sweepOnce(
+      t.ctx,
+      SWEEP_PASSES.filter((p) => p.name === 'request log retention'),
+    );
+    expect(await count('at = $1', [old])).toBe(0);
+    expect(await count('at = $1', [recent])).toBe(1);
   });
 
   test('retention deletes rows and daily counts older than the setting', async () => {
