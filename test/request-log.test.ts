@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { startRequestLogWriter } from '../src/core/requests/log-writer.ts';
 import { type RequestLogEntry, sweepRequestLog } from '../src/core/requests/request-log.ts';
 import { SWEEP_PASSES, sweepOnce } from '../src/core/sweeper/passes.ts';
+import { buildPublicApp } from '../src/http/public-app.ts';
 import { loggedPath } from '../src/http/request-log.ts';
+import { registerPublicRoutes } from '../src/routes/public.ts';
 import {
   ADMIN_TOKEN,
   adminCall,
@@ -144,6 +146,30 @@ describe('every refusal is logged with what it was, never what it carried', () =
     const r = await rowOf(lost.headers['x-request-id'] as string);
     expect(r.path).toBe('/v1/nowhere/rk_test_…');
     expect(await rawRow(r.request_id)).not.toContain(m.key.slice(8));
+  });
+
+  test('a 500 is logged too (a statement failing for a reason that is not the database away)', async () => {
+    // Every query of this app fails; its request log still writes through transactions.
+    const broken = new Proxy(t.ctx.db, {
+      get(target, prop) {
+        if (prop === 'query')
+          return async () => {
+            throw new Error('broken on purpose');
+          };
+        const v = Reflect.get(target, prop);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const app = await buildPublicApp({ ...t.ctx, db: broken }, registerPublicRoutes);
+    try {
+      const res = await app.inject({ method: 'GET', url: '/v1/me', headers: bearer(unknownKey()) });
+      expect(res.statusCode).toBe(500);
+      await app.requestLog.flush();
+      const row = await rowOf(res.headers['x-request-id'] as string);
+      expect(row).toMatchObject({ status: 500, error_code: 'internal', path: '/v1/me', customer_id: null });
+    } finally {
+      await app.close();
+    }
   });
 
   test('a success is not logged; the answers themselves are unchanged', async () => {
