@@ -87,6 +87,10 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
+/** A positive whole number setting with its default. */
+const positiveSetting = (name: string, fallback: number) =>
+  optionalString.transform((v, ctx) => positiveInt(v, fallback, name, ctx));
+
 const schema = z
   .object({
     HOST: optionalString.transform((v) => v ?? '127.0.0.1'),
@@ -197,6 +201,13 @@ const schema = z
       }
       return Number(v);
     }),
+    // The request log (issue 36, docs/operators-requests.md): days a row is kept; how often the
+    // buffer is written (at most 1,000 rows a time); rows kept per customer and UTC day, and per
+    // UTC day for all unidentified callers together (no key, or an unknown one), beyond: counted.
+    REQUEST_LOG_RETENTION_DAYS: positiveSetting('REQUEST_LOG_RETENTION_DAYS', 7),
+    REQUEST_LOG_FLUSH_MS: positiveSetting('REQUEST_LOG_FLUSH_MS', 1000),
+    REQUEST_LOG_DAILY_CAP: positiveSetting('REQUEST_LOG_DAILY_CAP', 10_000),
+    REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: positiveSetting('REQUEST_LOG_UNIDENTIFIED_DAILY_CAP', 20_000),
     // Hostile input and safe defaults (contract 12.6, 12.7; issues 8 and 9): the request
     // timeout, webhook name resolution, and the switches that allow what is refused by default.
     REQUEST_TIMEOUT_MS: optionalString.transform((v, ctx) =>

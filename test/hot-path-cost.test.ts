@@ -15,7 +15,11 @@ beforeAll(async () => {
   // second backend's statistics arrive whenever it flushes them, which no test can wait for.
   // The read budget's settle (PostgreSQL, once a second) would land in some test's count: here
   // it waits an hour (read-budget-two-process.test.ts counts it).
-  t = await createTestApp({ jobWorker: false, poolMax: 1, env: { READ_BUDGET_SETTLE_MS: '3600000' } });
+  t = await createTestApp({
+    jobWorker: false,
+    poolMax: 1,
+    env: { READ_BUDGET_SETTLE_MS: '3600000', REQUEST_LOG_FLUSH_MS: '3600000' },
+  });
 });
 afterAll(() => t.close());
 

@@ -20,9 +20,14 @@ import {
 let t: TestApp;
 beforeAll(async () => {
   // The read budget's background settle (one statement a second on PostgreSQL) would land inside
-  // the statement counts below: it settles when a key's reads call for it instead.
+  // the statement counts below: it settles when a key's reads call for it instead. So would the
+  // request log's timed writes of the refusals.
   t = await createTestApp({
-    env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', READ_BUDGET_SETTLE_MS: '3600000' },
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      READ_BUDGET_SETTLE_MS: '3600000',
+      REQUEST_LOG_FLUSH_MS: '3600000',
+    },
     jobWorker: false,
   });
 });

@@ -198,11 +198,13 @@ export const COMMANDS: Command[] = [
   {
     name: 'jobs list',
     args: [],
-    synopsis: '[--customer ID] [--mode M] [--status S] [--from ISO] [--to ISO] [--limit N] [--cursor C]',
+    synopsis:
+      '[--customer ID] [--mode M] [--status S] [--player P] [--from ISO] [--to ISO] [--limit N] [--cursor C]',
     summary: 'jobs (sync and async), newest first, with their outcome counts and billing',
     options: {
       ...MODE,
       customer: { type: 'string' },
+      player: { type: 'string' },
       status: { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
@@ -215,6 +217,7 @@ export const COMMANDS: Command[] = [
         customer: 'customer_id',
         mode: 'mode',
         status: 'status',
+        player: 'player_id',
         from: 'from',
         to: 'to',
         limit: 'limit',

@@ -8,6 +8,7 @@ import { type AdminIo, type AdminRequest, type Json, type Parsed, UsageError } f
 import { COMMANDS as BASE_COMMANDS } from './admin-commands.ts';
 import { OPERATOR_COMMANDS } from './admin-operator-commands.ts';
 import { RECONCILE_COMMANDS } from './admin-reconcile-commands.ts';
+import { REQUEST_COMMANDS } from './admin-request-commands.ts';
 import { STOCK_COMMANDS } from './admin-stock-commands.ts';
 import { printableJson, printableLine, printableLines } from './printable.ts';
 
@@ -19,6 +20,7 @@ const COMMANDS = [
   ...RECONCILE_COMMANDS,
   ...OPERATOR_COMMANDS,
   ...BOT_COMMANDS,
+  ...REQUEST_COMMANDS,
 ];
 
 /**

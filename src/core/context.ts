@@ -19,6 +19,12 @@ export interface CoreConfig {
   readonly DATABASE_TIMEOUT_MS: number;
   /** Days before finished jobs' code ciphertexts and old webhook events are purged. */
   readonly RETENTION_DAYS: number;
+  /** Days the request log keeps a row (default 7). */
+  readonly REQUEST_LOG_RETENTION_DAYS: number;
+  /** Request-log rows kept per customer and UTC day (default 10,000). */
+  readonly REQUEST_LOG_DAILY_CAP: number;
+  /** Request-log rows kept per UTC day for callers without a known key (default 20,000). */
+  readonly REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: number;
   readonly WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean;
   readonly WEBHOOK_RETRY_DELAYS: readonly number[];
   readonly WEBHOOK_DNS_SERVERS: readonly string[];

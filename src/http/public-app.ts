@@ -18,6 +18,7 @@ import {
   isDatabaseAwayAnswer,
   serverTimeouts,
 } from './plumbing.ts';
+import { installRequestLog } from './request-log.ts';
 import { createParamRouting } from './routable-url.ts';
 import { installTenantLimits, unknownKeyLimitFrom } from './tenant-limits.ts';
 
@@ -46,6 +47,8 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   paramRouting.learnRoutes(app);
   installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
   installHttpMetrics(app, ctx.metrics, 'public');
+  // Refused and failed answers, written in batches off the request path (issue 36).
+  installRequestLog(app, ctx);
 
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('SVC-Version', API_VERSION);

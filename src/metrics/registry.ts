@@ -9,9 +9,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { BreakerState } from '../activators/circuit-breaker.ts';
 import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
+import type { RequestLogCounters } from '../core/requests/log-writer.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 import { type BotMetrics, registerBotMetrics } from './bot-metrics.ts';
 import { registerEncryptionMetrics } from './encryption-metrics.ts';
+import { registerRequestLogMetrics } from './request-log-metrics.ts';
 import { registerWebhookGauges } from './webhook-gauges.ts';
 
 export type Listener = 'public' | 'admin';
@@ -56,6 +58,8 @@ export interface Metrics extends CoreMetrics {
   watchBreaker(activator: string, state: () => BreakerState): void;
   /** The chat bot's updates, replies and Bot API errors (bot-metrics.ts). */
   readonly bot: BotMetrics;
+  /** The request log's rows written and dropped (request-log-metrics.ts). */
+  readonly requestLog: RequestLogCounters;
 }
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -102,10 +106,12 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   registerEncryptionMetrics(registers, opts.db, PREFIX);
 
   const bot = registerBotMetrics(registers, PREFIX);
+  const requestLog = registerRequestLogMetrics(registers, PREFIX);
 
   return {
     registry,
     bot,
+    requestLog,
     observeRequest(listener, method, route, status, seconds) {
       const labels = { listener, method, route, status: String(status) };
       httpRequests.inc(labels);

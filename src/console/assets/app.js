@@ -8,6 +8,7 @@ import * as jobs from './page-jobs.js';
 import * as operators from './page-operators.js';
 import * as overview from './page-overview.js';
 import * as quarantine from './page-quarantine.js';
+import * as requests from './page-requests.js';
 import * as topups from './page-topups.js';
 
 const app = document.getElementById('app');
@@ -19,6 +20,7 @@ const ROUTES = [
   [/^#\/jobs$/, jobs.renderList, 'jobs'],
   [/^#\/jobs\/(job_[A-Za-z0-9_-]+)$/, jobs.renderDetail, 'jobs'],
   [/^#\/quarantine$/, quarantine.render, 'quarantine'],
+  [/^#\/requests$/, requests.render, 'requests'],
   [/^#\/topups$/, topups.render, 'topups'],
   [/^#\/audit$/, audit.render, 'audit'],
   [/^#\/operators$/, operators.render, 'operators'],
@@ -74,9 +76,10 @@ function layout(operator) {
   nav = h(
     'nav',
     h('strong', 'Redeem Gateway'),
-    ['overview', 'customers', 'jobs', 'quarantine', 'topups', 'audit', 'operators'].map((p) =>
+    ['overview', 'customers', 'jobs', 'requests', 'quarantine', 'topups', 'audit', 'operators'].map((p) =>
       h('a', { href: `#/${p}`, 'data-nav': p }, LABELS[p] ?? p[0].toUpperCase() + p.slice(1)),
     ),
+    requests.searchBox(),
     h('span.who', { 'data-operator': operator.name }, `${operator.name} (${operator.role})`),
     h(
       'button.link',

@@ -6,6 +6,7 @@ import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, usd, when } from './dom.js';
 import { botSection } from './page-customer-bot.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
+import { requestsSection } from './page-requests.js';
 import { ledgerSection, walletSection } from './page-wallet.js';
 
 /** Codes per import request, at most (the admin API's limit). */
@@ -115,6 +116,7 @@ export async function renderDetail(main, id, flash) {
   const events = eventsSection(id, mode);
   const statement = statementSection(id, mode);
   const bot = botSection(id);
+  const requests = requestsSection(id);
   put(
     main,
     h(
@@ -160,8 +162,9 @@ export async function renderDetail(main, id, flash) {
     await usageSection(id),
     statement,
     events,
+    requests,
   );
-  await Promise.all([events.ready, statement.ready, bot.ready]);
+  await Promise.all([events.ready, statement.ready, bot.ready, requests.ready]);
 }
 
 function keysSection(c, id) {

@@ -63,6 +63,7 @@ const LIST_COLUMNS = [
   ['Billed failures', (j) => j.outcomes.billed_failures],
   ['Refunded', (j) => j.outcomes.refunded],
   ['Quarantined', (j) => j.outcomes.quarantined],
+  ['Player', (j) => h('a', { href: `#/jobs?player_id=${j.player_id}` }, j.player_id)],
   ['Reference', (j) => j.reference ?? ''],
   ['Created', (j) => when(j.created_at)],
 ];
@@ -91,6 +92,13 @@ function filterForm(f) {
       inputmode: 'numeric',
       'aria-label': 'customer id',
     }),
+    h('input', {
+      name: 'player_id',
+      placeholder: 'player id',
+      value: f.player_id,
+      inputmode: 'numeric',
+      'aria-label': 'player id',
+    }),
     select('mode', ['live', 'test']),
     select('status', ['queued', 'running', 'completed', 'failed', 'interrupted']),
     h('label', 'from (UTC) ', h('input', { type: 'datetime-local', name: 'from', value: toLocal(f.from) })),
@@ -106,6 +114,7 @@ export async function renderList(main) {
     customer_id: p.get('customer_id') ?? '',
     mode: p.get('mode') ?? '',
     status: p.get('status') ?? '',
+    player_id: p.get('player_id') ?? '',
     from: p.get('from') ?? '',
     to: p.get('to') ?? '',
   };
@@ -177,6 +186,9 @@ export async function renderDetail(main, jobId) {
       ['Source', j.source],
       ['Reference', j.reference],
       ['Idempotency key', j.idempotency_key],
+      // The request that created the job (its answer's X-Request-Id); its refusals, if any, are
+      // in the request log.
+      ['Request', j.request_id ? h('code', { 'data-request-id': j.request_id }, j.request_id) : null],
       ['Created', when(j.created_at)],
       ['Started', when(j.started_at)],
       ['Finished', when(j.finished_at)],

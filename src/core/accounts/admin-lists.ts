@@ -109,6 +109,7 @@ export interface JobFilter {
   customerId?: number | undefined;
   mode?: Mode | undefined;
   status?: JobStatus | undefined;
+  playerId?: string | undefined;
   /** created_at range: from inclusive, to exclusive. */
   from?: Date | undefined;
   to?: Date | undefined;
@@ -162,6 +163,7 @@ export async function listJobs(q: Queryable, f: JobFilter) {
         and ($3::text is null or j.status = $3)
         and ($4::timestamptz is null or j.created_at >= $4) and ($5::timestamptz is null or j.created_at < $5)
         and ($6::timestamptz is null or (j.created_at, j.id) < ($6, $7::text))
+        and ($9::text is null or j.player_id = $9)
       order by j.created_at desc, j.id desc limit $8`,
     [
       f.customerId ?? null,
@@ -172,6 +174,7 @@ export async function listJobs(q: Queryable, f: JobFilter) {
       f.after?.createdAt ?? null,
       f.after?.id ?? null,
       f.limit + 1,
+      f.playerId ?? null,
     ],
   );
   const rows = r.rows.slice(0, f.limit);

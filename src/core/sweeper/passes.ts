@@ -6,6 +6,7 @@ import { pruneUpdates } from '../bot/updates.ts';
 import type { AppContext } from '../context.ts';
 import { recoverOrphanedJobs } from '../jobs/recovery.ts';
 import { purgeExpiredKeys } from '../redeem/idempotency-keys.ts';
+import { sweepRequestLog } from '../requests/request-log.ts';
 import { sweepRetention } from './retention.ts';
 
 /**
@@ -32,6 +33,11 @@ export const SWEEP_PASSES: SweepPass[] = [
   {
     name: 'retention',
     run: (ctx) => sweepRetention(ctx.db, ctx.clock, ctx.config.RETENTION_DAYS),
+  },
+  // The request log's rows and daily counts older than REQUEST_LOG_RETENTION_DAYS (issue 36).
+  {
+    name: 'request log retention',
+    run: (ctx) => sweepRequestLog(ctx.db, ctx.clock.now(), ctx.config.REQUEST_LOG_RETENTION_DAYS),
   },
 ];
 

@@ -15,6 +15,7 @@ import { registerAdminKeyRoutes } from './keys.ts';
 import { registerAdminMetricsRoute } from './metrics.ts';
 import { registerAdminOperatorRoutes } from './operators.ts';
 import { registerAdminQuarantineRoutes } from './quarantine.ts';
+import { registerAdminRequestRoutes } from './requests.ts';
 import { registerAdminStatementRoutes } from './statements.ts';
 import { registerAdminStockRoutes } from './stock.ts';
 import { registerAdminTopupRoutes } from './topups.ts';
@@ -38,5 +39,6 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: ServerContext, se
   registerAdminEncryptionRoutes(app, ctx);
   registerAdminBotRoutes(app, ctx);
   registerAdminTopupRoutes(app, ctx);
+  registerAdminRequestRoutes(app, ctx);
   registerConsoleRoutes(app, ctx, sessions);
 }

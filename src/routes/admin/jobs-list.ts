@@ -18,6 +18,11 @@ const jobsQuery = z.strictObject({
   customer_id: customerIdQuery.optional(),
   mode: modeSchema.optional(),
   status: z.enum(['queued', 'running', 'completed', 'failed', 'interrupted']).optional(),
+  // A player id as POST /v1/redeem takes it (contract section 3: 5 to 20 digits).
+  player_id: z
+    .string()
+    .regex(/^\d{5,20}$/, 'must be a player id (5 to 20 digits)')
+    .optional(),
   from: isoQuery.optional(),
   to: isoQuery.optional(),
   cursor: jobCursor.optional(),
@@ -33,6 +38,7 @@ export function registerAdminJobListRoutes(app: FastifyInstance, ctx: AppContext
       customerId: q.customer_id,
       mode: q.mode,
       status: q.status,
+      playerId: q.player_id,
       from: q.from,
       to: q.to,
       after: q.cursor,

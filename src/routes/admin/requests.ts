@@ -1,0 +1,60 @@
+// GET /admin/v1/requests: the request log (issue 36), refused and failed public API answers newest
+// first, filtered by customer, status (exact, or 4xx / 5xx), error code, request id and time.
+// GET /admin/v1/lookup?q=: what an id names (a request, job, event or player id).
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../../core/context.ts';
+import { lookupId } from '../../core/requests/lookup.ts';
+import { listRequestLog } from '../../core/requests/request-log.ts';
+import { cursorParam, customerIdQuery, isoQuery, limitParam, parseQuery } from './query.ts';
+
+const requestCursor = cursorParam((p) => {
+  if (p.length !== 2 || typeof p[0] !== 'string' || !Number.isSafeInteger(p[1])) return null;
+  const at = new Date(p[0]);
+  return Number.isNaN(at.getTime()) ? null : { at, id: p[1] as number };
+});
+
+/** `404`, or `4xx` / `5xx` for a class. */
+const statusQuery = z
+  .string()
+  .regex(/^([45]\d\d|[45]xx)$/, 'must be a status from 400 to 599, or 4xx or 5xx')
+  .transform((s) => (s.endsWith('xx') ? { class: Number(s[0]) as 4 | 5 } : { exact: Number(s) }));
+
+const requestsQuery = z.strictObject({
+  customer_id: customerIdQuery.optional(),
+  status: statusQuery.optional(),
+  error_code: z
+    .string()
+    .regex(/^[a-z_]{1,64}$/, 'must be an error_code')
+    .optional(),
+  request_id: z
+    .string()
+    .regex(/^req_[0-9A-Za-z]{1,64}$/, 'must be a request id (req_…)')
+    .optional(),
+  since: isoQuery.optional(),
+  cursor: requestCursor.optional(),
+  limit: limitParam(500, 50),
+});
+
+const lookupQuery = z.strictObject({ q: z.string().min(1, 'must not be empty').max(100, 'is too long') });
+
+export function registerAdminRequestRoutes(app: FastifyInstance, ctx: AppContext) {
+  app.get('/admin/v1/requests', async (request) => {
+    const q = parseQuery(requestsQuery, request.query);
+    const page = await listRequestLog(ctx.db, {
+      customerId: q.customer_id,
+      status: q.status,
+      errorCode: q.error_code,
+      requestId: q.request_id,
+      since: q.since,
+      after: q.cursor,
+      limit: q.limit,
+    });
+    return { ok: true, request_id: request.id, ...page };
+  });
+
+  app.get('/admin/v1/lookup', async (request) => {
+    const q = parseQuery(lookupQuery, request.query);
+    return { ok: true, request_id: request.id, q: q.q.trim(), ...(await lookupId(ctx.db, q.q)) };
+  });
+}

@@ -1,0 +1,109 @@
+// The CLI of issue 36: `admin requests` (the request log, filtered) and `admin lookup ID`, and
+// `admin jobs list --player`, against a listening admin app.
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { adminMain } from '../src/cli/admin.ts';
+import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import { redeem, uniqueCode } from './helpers/redeem.ts';
+
+let t: TestApp;
+let url: string;
+beforeAll(async () => {
+  t = await createTestApp({ jobWorker: false });
+  await t.admin.listen({ host: '127.0.0.1', port: 0 });
+  const addr = t.admin.server.address();
+  url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+});
+afterAll(() => t.close());
+
+async function cli(args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await adminMain(args, {
+    env: { ADMIN_URL: url, ADMIN_TOKEN },
+    stdout: (s) => out.push(s),
+    stderr: (s) => err.push(s),
+    stdin: Readable.from([]),
+  });
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
+describe('admin requests and admin lookup', () => {
+  test('lists a customer’s refusals by status, error code and request id, as text and JSON', async () => {
+    const m = await createMerchant(t);
+    const missing = await t.api.inject({
+      method: 'GET',
+      url: '/v1/jobs/job_nothere',
+      headers: bearer(m.key),
+    });
+    expect(missing.statusCode).toBe(404);
+    const bad = await redeem(t, m.key, '{"player_id": ');
+    expect(bad.statusCode).toBe(400);
+    await t.api.requestLog.flush();
+
+    const text = await cli(['requests', '--customer', String(m.customerId)]);
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('refused and failed requests, newest first:');
+    // The header row (its layout is admin-format.ts's table).
+    expect(lines[1]).toMatch(
+      /^\s*at\s+customer\s+key\s+mode\s+request\s+status\s+error_code\s+request_id\s+ip\s+took$/,
+    );
+    expect(text.stdout).toContain('POST /v1/redeem');
+    expect(text.stdout).toContain('GET /v1/jobs/job_nothere');
+    expect(text.stdout).toContain(m.keyPrefix);
+    expect(text.stdout).not.toContain(m.key);
+
+    const json = await cli(['requests', '--customer', String(m.customerId), '--status', '404', '--json']);
+    expect(JSON.parse(json.stdout).requests).toEqual([
+      expect.objectContaining({
+        status: 404,
+        error_code: 'not_found',
+        request_id: missing.headers['x-request-id'],
+      }),
+    ]);
+    const byCode = await cli([
+      'requests',
+      '--customer',
+      String(m.customerId),
+      '--error-code',
+      'bad_request',
+      '--json',
+    ]);
+    expect(JSON.parse(byCode.stdout).requests.map((r: { request_id: string }) => r.request_id)).toEqual([
+      bad.headers['x-request-id'],
+    ]);
+    const byId = await cli(['requests', '--request-id', bad.headers['x-request-id'] as string, '--json']);
+    expect(JSON.parse(byId.stdout).requests).toHaveLength(1);
+    const none = await cli(['requests', '--customer', String(m.customerId), '--status', '5xx']);
+    expect(none.stdout).toBe('no refused or failed requests\n');
+
+    const wrong = await cli(['requests', '--status', 'teapot']);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/^error: bad_request: status: /);
+  });
+
+  test('lookup names a job, a request and a player; jobs list --player filters by player', async () => {
+    const m = await createMerchant(t);
+    const player = `8${Date.now().toString().slice(-9)}`;
+    const r = await redeem(t, m.key, { player_id: player, codes: [uniqueCode()] });
+    expect(r.statusCode).toBe(200);
+    const requestId = r.headers['x-request-id'] as string;
+    const req = await cli(['lookup', requestId]);
+    expect(req.stdout).toMatch(
+      new RegExp(
+        `^request ${requestId}: customer ${m.customerId}; job job_\\w+; 0 row\\(s\\) in the request log\\n$`,
+      ),
+    );
+    const jobId = /job (job_\w+)/.exec(req.stdout)![1]!;
+    expect((await cli(['lookup', jobId])).stdout).toBe(`job ${jobId} of customer ${m.customerId}\n`);
+    expect((await cli(['lookup', player])).stdout).toBe(
+      `player ${player}: 1 job(s) (admin jobs list --player ${player})\n`,
+    );
+    expect((await cli(['lookup', 'nonsense'])).stdout).toBe(
+      'nonsense is not a request, job, event or player id\n',
+    );
+    const jobs = await cli(['jobs', 'list', '--player', player, '--json']);
+    expect(JSON.parse(jobs.stdout).jobs.map((j: { job_id: string }) => j.job_id)).toEqual([jobId]);
+  });
+});
