@@ -51,6 +51,15 @@ export const COMMANDS: Command[] = [
     print: (a) => [`customer ${a.customer_id} disabled`],
   },
   {
+    name: 'customers enable',
+    args: ['ID'],
+    synopsis: '',
+    summary: 'enable a disabled customer again: its keys that are not revoked or expired work again',
+    options: {},
+    request: async (p) => ({ method: 'POST', path: `${customerPath(p)}/enable` }),
+    print: (a) => [`customer ${a.customer_id} enabled`],
+  },
+  {
     name: 'plan set',
     args: ['ID'],
     synopsis:

@@ -2,30 +2,7 @@
 // action, with links to the customer, key or job it touched; a page at a time.
 import { api, qs } from './api.js';
 import { formValues, h, put, statusLine, when } from './dom.js';
-
-const ACTIONS = [
-  'customer.create',
-  'customer.disable',
-  'plan.set',
-  'plan.delete',
-  'subscription.set',
-  'key.issue',
-  'key.revoke',
-  'key.reroll',
-  'wallet.topup',
-  'wallet.adjust',
-  'stock.import',
-  'quarantine.settle',
-  'event.redeliver',
-  'operator.create',
-  'operator.revoke',
-  'encryption.rotate',
-  'bot.link',
-  'bot.bind',
-  'bot.unbind',
-  'topup.reject',
-  'backup.create',
-];
+import { AUDIT_ACTIONS as ACTIONS } from './vocabulary.js';
 
 /** The target as a link where the console has a page for it. */
 function targetCell(e) {
