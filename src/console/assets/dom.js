@@ -40,7 +40,8 @@ function guarded(el, handler, ask) {
   return async (e) => {
     if (busy) return e.preventDefault();
     const question = typeof ask === 'function' ? ask(e) : ask;
-    if (question && !window.confirm(question)) return e.preventDefault();
+    // `false`: the form's values were refused before asking (the asker said why); nothing is sent.
+    if (question === false || (question && !window.confirm(question))) return e.preventDefault();
     busy = true;
     const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button[type=submit]')] : [el];
     for (const b of buttons) b.disabled = true;
@@ -96,7 +97,29 @@ export function table(columns, rows, attrs = {}) {
 
 export const when = (iso) => (iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '—');
 export const last4 = (s) => (s ? `…${s}` : '—');
-export const usd = (n) => `$${Number(n).toLocaleString('en-US', { maximumFractionDigits: 6 })}`;
+/** Dollars as people write them: the sign before the dollar sign (`-$0.05`, never `$-0.05`). */
+export const usd = (n) => {
+  const v = Number(n);
+  const text = `$${Math.abs(v).toLocaleString('en-US', { maximumFractionDigits: 6 })}`;
+  return v < 0 ? `-${text}` : text;
+};
+
+/**
+ * Why a typed dollar amount cannot be sent, or null when it can: the admin API's rule (a decimal
+ * with at most 6 decimals, at most 1,000,000 either way), checked before the operator is asked to
+ * confirm it. `sign`: 'positive' (a top-up), 'nonzero' (an adjustment), 'nonnegative' (a price).
+ */
+export function usdProblem(text, sign) {
+  const t = String(text).trim();
+  if (!/^-?(\d+(\.\d{1,6})?|\.\d{1,6})$/.test(t))
+    return `"${t}" is not a dollar amount with at most 6 decimals.`;
+  const v = Number(t);
+  if (Math.abs(v) > 1_000_000) return 'The amount is at most $1,000,000.';
+  if (sign === 'positive' && !(v > 0)) return 'A top-up is more than $0 (an adjustment can take money away).';
+  if (sign === 'nonzero' && v === 0) return 'An adjustment is not $0.';
+  if (sign === 'nonnegative' && (v < 0 || t.startsWith('-'))) return 'A price is not negative.';
+  return null;
+}
 
 /** Values of a form's named fields. */
 export function formValues(form) {

@@ -41,7 +41,11 @@ function eventColumns(redeliver) {
     [
       '',
       (e) => {
-        const b = h('button', { type: 'button', 'data-redeliver': e.id, write: true }, 'Redeliver');
+        const b = h(
+          'button',
+          { type: 'button', 'data-redeliver': e.id, 'data-needs-enabled': true, write: true },
+          'Redeliver',
+        );
         b.addEventListener('click', () => redeliver(b, e.id));
         return b;
       },
