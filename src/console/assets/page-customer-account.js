@@ -209,6 +209,7 @@ export function planSection(c, id, reload) {
       : h('p.muted', 'No plan: redeems are refused (402 no_plan).'),
     h(
       'details',
+      { write: true },
       h('summary', plan ? 'Change the plan' : 'Set a plan'),
       planForm(c, id, reload, status),
       remove,
