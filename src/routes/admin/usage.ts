@@ -56,7 +56,10 @@ export function registerAdminUsageRoutes(app: FastifyInstance, ctx: AppContext) 
   });
 
   app.get('/admin/v1/overview', async (request) => {
-    parseQuery(z.strictObject({}), request.query);
-    return { ok: true, request_id: request.id, ...(await serviceOverview(ctx.db, ctx.clock.now())) };
+    const q = parseQuery(z.strictObject({ mode: modeSchema.optional() }), request.query);
+    const overview = await serviceOverview(ctx.db, ctx.clock.now(), q.mode ?? null);
+    // Without a mode the answer is as it always was (both modes, no `mode` field).
+    const { mode, ...rest } = overview;
+    return { ok: true, request_id: request.id, ...(mode ? { mode } : {}), ...rest };
   });
 }
