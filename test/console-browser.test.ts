@@ -140,11 +140,19 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
   });
 
   test('the overview plots real redeems: every series, every bucket, the same totals as the API', async () => {
+    // The overview opens on live; the redeems here are made with a test key.
+    await page.waitForSelector('[data-plot=billing] canvas');
+    await page.selectOption('[data-select=mode]', 'test');
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=test');
     await page.waitForSelector('[data-plot=billing] canvas');
     const [hourly, daily, overview] = await Promise.all([
-      api<{ totals: Record<string, number>; buckets: unknown[] }>('/admin/v1/usage?granularity=hour'),
-      api<{ totals: Record<string, number>; buckets: unknown[] }>('/admin/v1/usage?granularity=day'),
-      api<{ quarantined_codes: number }>('/admin/v1/overview'),
+      api<{ totals: Record<string, number>; buckets: unknown[] }>(
+        '/admin/v1/usage?granularity=hour&mode=test',
+      ),
+      api<{ totals: Record<string, number>; buckets: unknown[] }>(
+        '/admin/v1/usage?granularity=day&mode=test',
+      ),
+      api<{ quarantined_codes: number }>('/admin/v1/overview?mode=test'),
     ]);
     expect(hourly.totals).toEqual({
       activated: 3,

@@ -9,6 +9,7 @@ import * as operators from './page-operators.js';
 import * as overview from './page-overview.js';
 import * as quarantine from './page-quarantine.js';
 import * as topups from './page-topups.js';
+import * as webhooks from './page-webhooks.js';
 
 const app = document.getElementById('app');
 
@@ -20,6 +21,7 @@ const ROUTES = [
   [/^#\/jobs\/(job_[A-Za-z0-9_-]+)$/, jobs.renderDetail, 'jobs'],
   [/^#\/quarantine$/, quarantine.render, 'quarantine'],
   [/^#\/topups$/, topups.render, 'topups'],
+  [/^#\/webhooks$/, webhooks.render, 'webhooks'],
   [/^#\/audit$/, audit.render, 'audit'],
   [/^#\/operators$/, operators.render, 'operators'],
 ];
@@ -74,7 +76,7 @@ function layout(operator) {
   nav = h(
     'nav',
     h('strong', 'Redeem Gateway'),
-    ['overview', 'customers', 'jobs', 'quarantine', 'topups', 'audit', 'operators'].map((p) =>
+    ['overview', 'customers', 'jobs', 'webhooks', 'quarantine', 'topups', 'audit', 'operators'].map((p) =>
       h('a', { href: `#/${p}`, 'data-nav': p }, LABELS[p] ?? p[0].toUpperCase() + p.slice(1)),
     ),
     h('span.who', { 'data-operator': operator.name }, `${operator.name} (${operator.role})`),

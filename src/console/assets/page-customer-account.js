@@ -233,3 +233,32 @@ export function planSection(c, id, reload) {
     ),
   );
 }
+
+const SECTION_LABELS = {
+  account: 'Plan & wallets',
+  keys: 'API keys',
+  bot: 'Chat bot',
+  ledger: 'Ledger',
+  stock: 'Stock',
+  usage: 'Usage',
+  statement: 'Statement',
+  webhooks: 'Webhooks',
+};
+
+/**
+ * A bar that stays at the top while the page scrolls, one button per section. Buttons, not
+ * `#anchor` links: the hash is the console's route.
+ */
+export function sectionBar(parts) {
+  return h(
+    'nav.sections',
+    { 'aria-label': 'sections of this customer' },
+    Object.entries(parts).map(([name, el]) =>
+      h(
+        'button.link',
+        { type: 'button', 'data-goto': name, onclick: () => el.scrollIntoView({ block: 'start' }) },
+        SECTION_LABELS[name],
+      ),
+    ),
+  );
+}

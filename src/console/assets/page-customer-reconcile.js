@@ -12,7 +12,7 @@ const modeSelect = (name, value, onchange) =>
     ['live', 'test'].map((m) => h('option', { value: m, selected: m === value }, m)),
   );
 
-function attemptLine(a) {
+export function attemptLine(a) {
   const what = a.error === null ? String(a.status) : a.status === null ? a.error : `${a.status} ${a.error}`;
   return h(
     'div.attempt',
@@ -54,7 +54,7 @@ function eventColumns(redeliver) {
 }
 
 /** Queues a redelivery after a confirmation; the button cannot send twice while it runs. */
-async function askRedelivery(button, eventId, status, reload) {
+export async function askRedelivery(button, eventId, status, reload) {
   if (!confirm(`Send ${eventId} once more to the customer's current webhook URL?`)) return;
   button.disabled = true;
   try {

@@ -4,10 +4,11 @@
 import { api, qs } from './api.js';
 import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, when } from './dom.js';
-import { accountBar, planSection } from './page-customer-account.js';
+import { accountBar, planSection, sectionBar } from './page-customer-account.js';
 import { botSection } from './page-customer-bot.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
 import { ledgerSection, walletSection } from './page-wallet.js';
+import { receiversSection } from './page-webhooks.js';
 
 /** Codes per import request, at most (the admin API's limit). */
 const IMPORT_BATCH = 10_000;
@@ -110,6 +111,17 @@ export async function renderDetail(main, id, flash) {
   const events = eventsSection(id, mode);
   const statement = statementSection(id, mode);
   const bot = botSection(id);
+  const receivers = receiversSection(id);
+  const parts = {
+    account: h('div.columns', planSection(c, id, reload), walletSection(c, base, reload, id)),
+    keys: keysSection(c, id),
+    bot,
+    ledger: ledgerSection(c, base),
+    stock: stockSection(c, base, reload),
+    usage: await usageSection(id),
+    statement,
+    webhooks: h('div', receivers, events),
+  };
   // A disabled customer's page hides what cannot work (console.css: [data-needs-enabled]).
   main.toggleAttribute('data-customer-disabled', c.customer.disabled);
   put(
@@ -121,16 +133,10 @@ export async function renderDetail(main, id, flash) {
     ),
     accountBar(c, id, reload),
     flash ? h('p.status', { role: 'status', 'data-state': 'ok', 'data-flash': true }, flash) : null,
-    h('div.columns', planSection(c, id, reload), walletSection(c, base, reload, id)),
-    keysSection(c, id),
-    bot,
-    ledgerSection(c, base),
-    stockSection(c, base, reload),
-    await usageSection(id),
-    statement,
-    events,
+    sectionBar(parts),
+    Object.values(parts),
   );
-  await Promise.all([events.ready, statement.ready, bot.ready]);
+  await Promise.all([events.ready, statement.ready, bot.ready, receivers.ready]);
 }
 
 function keysSection(c, id) {
