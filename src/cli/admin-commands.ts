@@ -174,7 +174,9 @@ export const COMMANDS: Command[] = [
       return { method: 'POST', path: `${customerPath(p)}/wallet/topup`, body, headers: idempotencyHeader(p) };
     },
     print: (a, p) => [
-      `topped up ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}; balance ${a.balance_usd} USD`,
+      a.replayed
+        ? `(replayed) this key's top-up of ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id} was made before; nothing new written; balance ${a.balance_usd} USD`
+        : `topped up ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}; balance ${a.balance_usd} USD`,
     ],
   },
   {

@@ -149,7 +149,10 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
         io.stderr(`${printableLine(`error: ${code}: ${message}${done()}`)}\n`);
         return EXIT_API_ERROR;
       }
-      answers.push(answer.body);
+      // A write under an Idempotency-Key says whether it was a replay (SVC-Idempotent-Replay):
+      // `replayed` in --json, "(replayed)" in text.
+      const idempotent = Object.keys(req.headers ?? {}).some((h) => h.toLowerCase() === 'idempotency-key');
+      answers.push(idempotent ? { ...answer.body, replayed: answer.replayed } : answer.body);
     }
   } catch (err) {
     if (!(err instanceof AdminClientError)) throw err;
