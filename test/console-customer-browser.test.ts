@@ -3,7 +3,7 @@
 // refused then accepted), a disabled customer's page saying so and hiding what cannot work, the
 // plan changed through its form, amounts checked before the confirmation is asked ("Top up by
 // $-3?" never shows), and amounts printed `-$0.05`. Saves docs/console-customer.png.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -172,6 +172,36 @@ describe.skipIf(!haveChromium)('the customer page in Chromium', () => {
     expect(await page.isVisible('[data-form=topup]')).toBe(true);
     expect((await me(m.key)).statusCode).toBe(200);
     expect((await actions()).slice(0, 2)).toEqual(['customer.enable', 'customer.disable']);
+    expect(problems).toEqual([]);
+  });
+
+  test('the ledger, jobs and audit pages download their CSV with the filters shown', async () => {
+    const download = async (selector: string) => {
+      const [file] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+      return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
+    };
+    await open();
+    await page.selectOption('select[aria-label="ledger mode"]', 'test');
+    const ledger = await download('[data-download=ledger]');
+    expect(ledger.name).toBe(`ledger-${m.customerId}-test.csv`);
+    expect(ledger.text.split('\r\n')[0]).toBe(
+      'entry_id,at,kind,amount_usd,balance_after_usd,actor,request_id,note,reference',
+    );
+    expect(ledger.text).toContain(',adjustment,-0.05,4.95,root,');
+
+    await page.goto(`${base}/console#/audit?customer_id=${m.customerId}&action=customer.enable`);
+    await page.waitForSelector('[data-table=audit] tbody tr');
+    const audit = await download('[data-download=audit]');
+    expect(audit.name).toBe('audit.csv');
+    const rows = audit.text.trim().split('\r\n');
+    expect(rows).toHaveLength(2);
+    expect(rows[1]).toContain(',customer.enable,');
+
+    await page.goto(`${base}/console#/jobs?customer_id=${m.customerId}`);
+    await page.waitForSelector('[data-table=jobs]');
+    const jobs = await download('[data-download=jobs]');
+    expect(jobs.name).toBe('jobs.csv');
+    expect(jobs.text).toBe(`${jobs.text.split('\r\n')[0]}\r\n`);
     expect(problems).toEqual([]);
   });
 });

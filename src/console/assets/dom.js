@@ -1,5 +1,6 @@
 // Building the page without innerHTML: every value is a text node, so nothing an API returns can
 // become markup (and the CSP forbids inline script and style anyway).
+import { downloadCsv } from './api.js';
 
 /** h('div.card#x', {onclick, ...attrs}, child, ...): an element; strings become text nodes. */
 export function h(tag, attrs, ...children) {
@@ -142,4 +143,17 @@ export function statusLine() {
     ok: (text) => put(el, text) && el.setAttribute('data-state', 'ok'),
     error: (err) => put(el, err.message ?? String(err)) && el.setAttribute('data-state', 'error'),
   };
+}
+
+/** A "Download CSV" button for an admin list's export (`path` asks for format=csv). */
+export function csvButton(name, path, fallbackName, status) {
+  return h(
+    'button',
+    {
+      type: 'button',
+      'data-download': name,
+      onclick: () => downloadCsv(path(), fallbackName).catch(status.error),
+    },
+    'Download CSV',
+  );
 }

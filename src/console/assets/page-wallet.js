@@ -3,7 +3,7 @@
 // send credits once), and the ledger a page at a time with who made each entry. Both views open
 // on the mode that has money or entries.
 import { api, qs } from './api.js';
-import { formValues, h, statusLine, table, usd, usdProblem, when } from './dom.js';
+import { csvButton, formValues, h, statusLine, table, usd, usdProblem, when } from './dom.js';
 
 /** The mode to show first: live, unless only test has a balance. */
 export function modeWithData(c) {
@@ -152,7 +152,13 @@ export function ledgerSection(c, base) {
   load();
   return h(
     'section',
-    h('h3', 'Wallet ledger ', select),
+    h(
+      'h3',
+      'Wallet ledger ',
+      select,
+      ' ',
+      csvButton('ledger', () => `${base}/ledger${qs({ mode, format: 'csv' })}`, 'ledger.csv', status),
+    ),
     status.el,
     h(
       'table',
