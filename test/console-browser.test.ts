@@ -167,7 +167,7 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
       [
         ...document.querySelectorAll<
           HTMLElement & { plot: { data: number[][] }; raw: Record<string, number[]> }
-        >('[data-plot]'),
+        >('[data-plot]:not([data-plot=money])'),
       ].map((el) => ({
         name: el.dataset.plot,
         canvas: el.querySelector('canvas') !== null,
@@ -211,7 +211,7 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
       rows.map((r) => r.textContent),
     );
     expect(legend.every((l) => !l!.includes('--'))).toBe(true);
-    const yLabels = await page.$$eval('[data-plot]', (els) =>
+    const yLabels = await page.$$eval('[data-plot]:not([data-plot=money])', (els) =>
       els.map((el) => (el as HTMLElement & { plot: { axes: { label?: string }[] } }).plot.axes[1]!.label),
     );
     expect(yLabels).toEqual(['codes per hour', 'codes per day', 'requests per day']);

@@ -142,3 +142,25 @@ export function usagePlot(name, title, usage, series) {
     series,
   );
 }
+
+/** Money across customers per day (GET /admin/v1/money): what came in, was charged, was refunded. */
+export const MONEY_SERIES = [
+  ['topups', '#2e7d32'],
+  ['charges', '#1565c0'],
+  ['refunds', '#ef6c00'],
+];
+
+export function moneyPlot(name, title, money) {
+  const rows = money.days.map((d) => ({
+    start: `${d.date}T00:00:00Z`,
+    topups: d.topups_usd,
+    charges: d.charges_usd,
+    refunds: d.refunds_usd,
+  }));
+  const totals = {
+    topups: money.totals.topups_usd,
+    charges: money.totals.charges_usd,
+    refunds: money.totals.refunds_usd,
+  };
+  return barPlot(name, title, { rows, totals, granularity: 'day', unit: 'USD' }, MONEY_SERIES);
+}

@@ -1,8 +1,8 @@
 // Overview: what needs attention (queue, quarantine, webhooks) and redeems per hour (24 h) and
 // per day (30 days) by outcome, and billed against refunded; all of one mode (live by default).
 import { api, qs } from './api.js';
-import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
-import { h, put, when } from './dom.js';
+import { BILLING_SERIES, moneyPlot, OUTCOME_SERIES, usagePlot } from './charts.js';
+import { csvButton, h, put, statusLine, usd, when } from './dom.js';
 
 const card = (name, title, value, detail, href) =>
   h(
@@ -17,11 +17,12 @@ export async function render(main) {
   // Every card and plot is of the mode chosen, live unless asked ('all': both together).
   const chosen = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode') ?? 'live';
   const mode = chosen === 'all' ? '' : chosen;
-  const [o, hourly, daily, enc] = await Promise.all([
+  const [o, hourly, daily, enc, money] = await Promise.all([
     api('GET', `/admin/v1/overview${qs({ mode })}`),
     api('GET', `/admin/v1/usage${qs({ granularity: 'hour', mode })}`),
     api('GET', `/admin/v1/usage${qs({ granularity: 'day', mode })}`),
     api('GET', '/admin/v1/encryption'),
+    api('GET', `/admin/v1/money${qs({ mode })}`),
   ]);
   const modeSelect = h(
     'select',
@@ -81,6 +82,12 @@ export async function render(main) {
       usagePlot('hourly', 'Redeems per hour, last 24 hours, by outcome', hourly, OUTCOME_SERIES),
       usagePlot('daily', 'Redeems per day, last 30 days, by outcome', daily, OUTCOME_SERIES),
       usagePlot('billing', 'Billed and refunded requests per day, last 30 days', daily, BILLING_SERIES),
+      moneyPlot('money', 'Money per day across customers, USD (top-ups, charges, refunds)', money),
+    ),
+    h(
+      'p.muted',
+      `Money ${money.from} to ${money.to}: ${usd(money.totals.topups_usd)} topped up, ${usd(money.totals.charges_usd)} charged, ${usd(money.totals.refunds_usd)} refunded, ${usd(money.totals.adjustments_usd)} adjusted. `,
+      csvButton('money', () => `/admin/v1/money${qs({ mode, format: 'csv' })}`, 'money.csv', statusLine()),
     ),
   );
 }
