@@ -9,6 +9,7 @@ import { COMMANDS as BASE_COMMANDS } from './admin-commands.ts';
 import { OPERATOR_COMMANDS } from './admin-operator-commands.ts';
 import { RECONCILE_COMMANDS } from './admin-reconcile-commands.ts';
 import { STOCK_COMMANDS } from './admin-stock-commands.ts';
+import { WEBHOOK_COMMANDS } from './admin-webhook-commands.ts';
 import { printableJson, printableLine, printableLines } from './printable.ts';
 
 export type { AdminIo } from './admin-command.ts';
@@ -17,6 +18,7 @@ const COMMANDS = [
   ...BASE_COMMANDS,
   ...STOCK_COMMANDS,
   ...RECONCILE_COMMANDS,
+  ...WEBHOOK_COMMANDS,
   ...OPERATOR_COMMANDS,
   ...BOT_COMMANDS,
 ];
