@@ -102,4 +102,17 @@ describe('operator views in the CLI', () => {
     );
     expect(json).toMatchObject({ ok: true, mode: null, totals: { topups_usd: 3 } });
   });
+
+  test('customers list and quarantine list print one table, as the other lists do', async () => {
+    const listed = await cli(['customers', 'list', '--search', String(failing.customerId)]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ {2}id +name +plan +state +created_at$/);
+    expect(lines[1]).toMatch(
+      new RegExp(`^  ${failing.customerId} +merchant \\w+ +standard +active +2026-11-22T09:00:00Z$`),
+    );
+    expect((await cli(['quarantine', 'list', '--customer', String(failing.customerId)])).stdout).toBe(
+      'no quarantined codes\n',
+    );
+  });
 });

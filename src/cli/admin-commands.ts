@@ -8,14 +8,13 @@ import {
   type Json,
   list,
   MODE,
-  printPage,
   required,
   str,
   timestampOrNull,
   UsageError,
   withQuery,
 } from './admin-command.ts';
-import { describePlan, formatCustomer, formatLedger } from './admin-format.ts';
+import { describePlan, formatCustomer, formatCustomers, formatLedger } from './admin-format.ts';
 import { formatJobs } from './admin-format-reconcile.ts';
 
 export const COMMANDS: Command[] = [
@@ -204,7 +203,7 @@ export const COMMANDS: Command[] = [
       method: 'GET',
       path: withQuery('/admin/v1/customers', p, { search: 'q', limit: 'limit', cursor: 'cursor' }),
     }),
-    print: printPage,
+    print: formatCustomers,
   },
   {
     name: 'jobs list',
