@@ -4,6 +4,7 @@
 import { api, qs } from './api.js';
 import { barPlot } from './charts.js';
 import { h, put, statusLine, table, usd, when } from './dom.js';
+import { EVENT_STATES } from './vocabulary.js';
 
 const modeSelect = (name, value, onchange) =>
   h(
@@ -25,7 +26,7 @@ const stateFilter = (onchange) =>
   h(
     'select',
     { 'aria-label': 'event state', onchange: (e) => onchange(e.target.value) },
-    ['', 'pending', 'delivered', 'failed'].map((s) => h('option', { value: s }, s || 'any state')),
+    ['', ...EVENT_STATES].map((s) => h('option', { value: s }, s || 'any state')),
   );
 
 /** The event table's columns; `redeliver(button, id)` runs the button. */

@@ -5,8 +5,10 @@
 import { api, qs } from './api.js';
 import { h, put, statusLine, table, when } from './dom.js';
 import { askRedelivery, attemptLine } from './page-customer-reconcile.js';
+import { EVENT_STATES } from './vocabulary.js';
 
-const STATES = ['failed', 'pending', 'delivered', 'any'];
+// The event log's states, failed first (the page's reason to exist), then every state at once.
+const STATES = ['failed', ...EVENT_STATES.filter((s) => s !== 'failed'), 'any'];
 
 function filtersOf() {
   const p = new URLSearchParams(location.hash.split('?')[1] ?? '');

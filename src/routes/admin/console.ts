@@ -13,6 +13,7 @@ import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
 import { AUDIT_ACTIONS } from '../../core/operators/audit.ts';
+import { EVENT_STATES } from '../../core/webhooks/event-log.ts';
 import { parseBody } from './validation.ts';
 
 const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../console');
@@ -49,7 +50,10 @@ function loadAssets(): Map<string, Asset> {
   }
   // The console's copy of the server's vocabularies, made from the one list each (never kept twice).
   assets.set('/console/assets/vocabulary.js', {
-    body: Buffer.from(`export const AUDIT_ACTIONS = ${JSON.stringify(AUDIT_ACTIONS)};\n`),
+    body: Buffer.from(
+      `export const AUDIT_ACTIONS = ${JSON.stringify(AUDIT_ACTIONS)};\n` +
+        `export const EVENT_STATES = ${JSON.stringify(EVENT_STATES)};\n`,
+    ),
     type: TYPES['.js']!,
   });
   add('/console/vendor/uplot.js', join(UPLOT_DIST, 'uPlot.esm.js'));
