@@ -211,7 +211,13 @@ export function statementSection(id, defaultMode) {
         { rows, totals, granularity: 'day', unit: 'requests' },
         STATEMENT_SERIES,
       ),
-      table(STATEMENT_COLUMNS, [...s.days, s.totals], { 'data-table': 'statement' }),
+      // Every day's row is one click away: the page stays short (issue 36).
+      h(
+        'details',
+        { 'data-details': 'statement-days' },
+        h('summary', `Every day, ${s.from} to ${s.to}, with the totals`),
+        table(STATEMENT_COLUMNS, [...s.days, s.totals], { 'data-table': 'statement' }),
+      ),
     );
   };
   const reload = () => load().catch((err) => status.error(err));

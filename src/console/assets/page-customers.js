@@ -346,9 +346,13 @@ function stockSection(c, base, reload) {
     h(
       'div.columns',
       ['live', 'test'].map((m) =>
+        // The counts by category one click away: the page stays short (issue 36).
         h(
-          'div',
-          h('h4', `${m}: ${c.stock[m].total_available} codes, ${c.stock[m].total_uc_available} UC available`),
+          'details',
+          h(
+            'summary',
+            `${m}: ${c.stock[m].total_available} codes, ${c.stock[m].total_uc_available} UC available`,
+          ),
           counts(m),
         ),
       ),
