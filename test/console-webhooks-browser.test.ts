@@ -89,6 +89,8 @@ describe.skipIf(!haveChromium)('webhooks and the overview in Chromium', () => {
     await expect.poll(() => cardValue('quarantine')).toBe('1');
     expect(await cardValue('webhooks')).toBe('1');
     expect(await page.textContent('[data-card=webhooks] h3')).toBe('Failed webhooks, 24 h');
+    // The cards lead to pages of the same mode.
+    expect(await page.getAttribute('[data-card=queue] a', 'href')).toBe('#/jobs?status=queued&mode=test');
     await page.selectOption('[data-select=mode]', 'all');
     await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=all');
     await expect.poll(() => cardValue('quarantine')).toBe('1');

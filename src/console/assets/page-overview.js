@@ -47,7 +47,7 @@ export async function render(main) {
         'Job queue',
         o.queue.queued,
         `${o.queue.running} running · oldest queued ${when(o.queue.oldest_queued_at)}`,
-        '#/jobs?status=queued',
+        `#/jobs${qs({ status: 'queued', mode })}`,
       ),
       card(
         'quarantine',
