@@ -46,7 +46,11 @@ function plotOptions({ xs, raw, series, order, granularity, unit, width }) {
     scales: {
       // Half a bucket of room on each side, so the first and last bars are whole.
       x: { time: true, range: () => [xs[0] - step / 2, xs[xs.length - 1] + step / 2] },
-      y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
+      // Counts: whole numbers, at least 0 to 4. Dollars: cents count, so no whole-number floor.
+      y: {
+        range: (_u, _min, max) =>
+          unit === 'USD' ? [0, max > 0 ? max * 1.1 : 1] : [0, Math.max(4, Math.ceil(max * 1.1))],
+      },
     },
     series: [
       {
@@ -74,7 +78,7 @@ function plotOptions({ xs, raw, series, order, granularity, unit, width }) {
       {},
       {
         label: `${unit} per ${granularity}`,
-        incrs: INTEGER_STEPS,
+        incrs: unit === 'USD' ? undefined : INTEGER_STEPS,
         values: (_u, ticks) => ticks.map((v) => String(v)),
       },
     ],
