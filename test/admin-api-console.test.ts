@@ -314,8 +314,10 @@ describe('jobs, usage and the overview after real redeems', () => {
     expect(ok(await get(`/admin/v1/jobs?customer_id=${a.customerId}&status=queued`)).jobs).toEqual([]);
   });
 
-  test('the overview counts queued jobs and quarantined codes', async () => {
+  test('the overview counts queued jobs and quarantined codes, of one mode when asked', async () => {
     const before = ok(await get('/admin/v1/overview'));
+    const liveBefore = ok(await get('/admin/v1/overview?mode=live'));
+    const testBefore = ok(await get('/admin/v1/overview?mode=test'));
     const res = await redeem(t, a.key, { player_id: '5123456789', codes: [uniqueCode()], async: true });
     expect(res.statusCode).toBe(202);
     expect(
@@ -327,9 +329,23 @@ describe('jobs, usage and the overview after real redeems', () => {
       request_id: after.request_id,
       queue: { queued: before.queue.queued + 1, running: 0, oldest_queued_at: expect.any(String) },
       quarantined_codes: before.quarantined_codes + 1,
-      webhooks: { pending: 0, failing: 0, dropped_24h: 0 },
+      webhooks: { pending: 0, failing: 0, dropped_24h: 0, failed_24h: 0 },
       customers: before.customers,
     });
+    // Both merchants redeem with test keys: the live overview does not count their work.
+    const live = ok(await get('/admin/v1/overview?mode=live'));
+    expect(live).toMatchObject({
+      mode: 'live',
+      queue: { queued: liveBefore.queue.queued },
+      quarantined_codes: liveBefore.quarantined_codes,
+    });
+    const testMode = ok(await get('/admin/v1/overview?mode=test'));
+    expect(testMode).toMatchObject({
+      mode: 'test',
+      queue: { queued: testBefore.queue.queued + 1 },
+      quarantined_codes: testBefore.quarantined_codes + 1,
+    });
+    expect((await get('/admin/v1/overview?mode=prod')).statusCode).toBe(400);
     const queued = ok(await get(`/admin/v1/jobs?status=queued&customer_id=${a.customerId}`));
     expect(queued.jobs).toEqual([
       expect.objectContaining({ job_id: res.json().job_id, async: true, done: 0, attention: null }),

@@ -5,7 +5,14 @@
 // audit case fails this file.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import {
+  ADMIN_TOKEN,
+  adminCall,
+  bearer,
+  createMerchant,
+  createTestApp,
+  type TestApp,
+} from './helpers/app.ts';
 import {
   addOperator,
   adminWithRoutes,
@@ -105,6 +112,19 @@ const CASES: Record<string, Case> = {
       };
     },
     refused: async () => [await as('POST', '/admin/v1/customers/8000000000000/disable')],
+  },
+  'POST /admin/v1/customers/:id/enable': {
+    ok: async () => {
+      const m = await merchant();
+      // Disabled by root first: only alice's enable is counted.
+      await adminCall(t, 'POST', `/admin/v1/customers/${m.customerId}/disable`);
+      return {
+        res: await as('POST', `/admin/v1/customers/${m.customerId}/enable`),
+        action: 'customer.enable',
+        customer: m.customerId,
+      };
+    },
+    refused: async () => [await as('POST', '/admin/v1/customers/8000000000000/enable')],
   },
   'PUT /admin/v1/customers/:id/plan': {
     ok: async () => {

@@ -219,6 +219,7 @@ describe('admin commands against a running server', () => {
       mode: 'test',
       entry_id: expect.any(Number),
       balance_usd: 12.5035,
+      replayed: false,
     });
 
     const [me, shown, text, ledger, liveLedger] = await Promise.all([

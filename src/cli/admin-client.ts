@@ -18,6 +18,8 @@ export class AdminClientError extends Error {
 export interface AdminAnswer {
   status: number;
   body: Record<string, unknown>;
+  /** The API answered a replay of an earlier request with the same Idempotency-Key (13.3). */
+  replayed: boolean;
 }
 
 // Stock imports can carry many codes; anything else answers in milliseconds.
@@ -117,5 +119,9 @@ export async function callAdmin(
       `${method} ${url} answered ${res.statusCode} without a JSON object: is ADMIN_URL the admin API?`,
     );
   }
-  return { status: res.statusCode, body: parsed as Record<string, unknown> };
+  return {
+    status: res.statusCode,
+    body: parsed as Record<string, unknown>,
+    replayed: res.headers['svc-idempotent-replay'] === 'true',
+  };
 }

@@ -3,7 +3,6 @@
 // admin-operator-commands.ts).
 import { randomUUID } from 'node:crypto';
 import type { ParseArgsConfig } from 'node:util';
-import { formatGeneric } from './admin-format.ts';
 
 export type Json = Record<string, unknown>;
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -105,9 +104,3 @@ export function withQuery(path: string, p: Parsed, names: Record<string, string>
   const q = query.toString();
   return q ? `${path}?${q}` : path;
 }
-
-/** The lines of a page of a list, and how to ask for the next one. */
-export const printPage = (a: Json) => [
-  ...formatGeneric(Object.fromEntries(Object.entries(a).filter(([k]) => k !== 'next_cursor'))),
-  ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : []),
-];

@@ -8,14 +8,13 @@ import {
   type Json,
   list,
   MODE,
-  printPage,
   required,
   str,
   timestampOrNull,
   UsageError,
   withQuery,
 } from './admin-command.ts';
-import { describePlan, formatCustomer, formatLedger } from './admin-format.ts';
+import { describePlan, formatCustomer, formatCustomers, formatLedger } from './admin-format.ts';
 import { formatJobs } from './admin-format-reconcile.ts';
 
 export const COMMANDS: Command[] = [
@@ -49,6 +48,15 @@ export const COMMANDS: Command[] = [
     options: {},
     request: async (p) => ({ method: 'POST', path: `${customerPath(p)}/disable` }),
     print: (a) => [`customer ${a.customer_id} disabled`],
+  },
+  {
+    name: 'customers enable',
+    args: ['ID'],
+    synopsis: '',
+    summary: 'enable a disabled customer again: its keys that are not revoked or expired work again',
+    options: {},
+    request: async (p) => ({ method: 'POST', path: `${customerPath(p)}/enable` }),
+    print: (a) => [`customer ${a.customer_id} enabled`],
   },
   {
     name: 'plan set',
@@ -165,7 +173,9 @@ export const COMMANDS: Command[] = [
       return { method: 'POST', path: `${customerPath(p)}/wallet/topup`, body, headers: idempotencyHeader(p) };
     },
     print: (a, p) => [
-      `topped up ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}; balance ${a.balance_usd} USD`,
+      a.replayed
+        ? `(replayed) this key's top-up of ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id} was made before; nothing new written; balance ${a.balance_usd} USD`
+        : `topped up ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}; balance ${a.balance_usd} USD`,
     ],
   },
   {
@@ -193,7 +203,7 @@ export const COMMANDS: Command[] = [
       method: 'GET',
       path: withQuery('/admin/v1/customers', p, { search: 'q', limit: 'limit', cursor: 'cursor' }),
     }),
-    print: printPage,
+    print: formatCustomers,
   },
   {
     name: 'jobs list',

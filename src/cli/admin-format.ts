@@ -142,6 +142,40 @@ export function formatLedger(a: Json): string[] {
   return [head, ...table(['id', 'time', 'kind', 'amount_usd', 'balance_usd', 'actor', 'note'], rows)];
 }
 
+/** The answer of GET /admin/v1/customers: one table, and how to ask for the next page. */
+export function formatCustomers(a: Json): string[] {
+  const customers = Array.isArray(a.customers) ? a.customers.filter(isObject) : [];
+  if (!customers.length) return ['no customers'];
+  const rows = customers.map((c) => [
+    String(c.customer_id),
+    String(c.name),
+    isObject(c.plan) ? `${c.plan.label}${c.plan.active ? '' : ' (inactive)'}` : 'no plan',
+    c.disabled ? 'disabled' : 'active',
+    String(c.created_at),
+  ]);
+  return [
+    ...table(['id', 'name', 'plan', 'state', 'created_at'], rows),
+    ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : []),
+  ];
+}
+
+/** The answer of GET /admin/v1/quarantine: one table, oldest first. */
+export function formatQuarantine(a: Json): string[] {
+  const codes = Array.isArray(a.codes) ? a.codes.filter(isObject) : [];
+  if (!codes.length) return ['no quarantined codes'];
+  const rows = codes.map((c) => [
+    `${c.job_id} #${c.position}`,
+    `…${c.code_last4}`,
+    String(c.customer_id),
+    String(c.mode),
+    String(c.source),
+    String(c.quarantined_at),
+    String(c.check_attempts),
+  ]);
+  return table(['job', 'code', 'customer', 'mode', 'source', 'quarantined_at', 'checks'], rows);
+}
+
+/** Lists print as one table: two spaces in, columns two spaces apart, a header row. */
 export function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>

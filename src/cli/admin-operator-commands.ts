@@ -117,7 +117,9 @@ export const OPERATOR_COMMANDS: Command[] = [
       headers: idempotencyHeader(p),
     }),
     print: (a, p) => [
-      `adjusted by ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}: entry ${a.entry_id}; balance ${a.balance_usd} USD`,
+      a.replayed
+        ? `(replayed) this key's adjustment by ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id} was made before (entry ${a.entry_id}); nothing new written; balance ${a.balance_usd} USD`
+        : `adjusted by ${str(p, 'usd')} USD (${a.mode}) for customer ${a.customer_id}: entry ${a.entry_id}; balance ${a.balance_usd} USD`,
     ],
   },
   {

@@ -12,7 +12,7 @@ import {
   str,
   UsageError,
 } from './admin-command.ts';
-import { formatGeneric } from './admin-format.ts';
+import { formatGeneric, formatQuarantine } from './admin-format.ts';
 
 /**
  * Codes per stock import request: the API takes at most 10,000 in one call, so a larger file goes
@@ -114,15 +114,7 @@ export const STOCK_COMMANDS: Command[] = [
       const q = query.toString();
       return { method: 'GET', path: `/admin/v1/quarantine${q ? `?${q}` : ''}` };
     },
-    print: (a) => {
-      const codes = (a.codes ?? []) as Json[];
-      if (codes.length === 0) return ['no quarantined codes'];
-      return codes.map(
-        (c) =>
-          `${c.job_id} #${c.position}  …${c.code_last4}  customer ${c.customer_id} ${c.mode} ${c.source}` +
-          `  since ${c.quarantined_at}  checks ${c.check_attempts}`,
-      );
-    },
+    print: formatQuarantine,
   },
   {
     name: 'quarantine check',

@@ -10,6 +10,7 @@ import { OPERATOR_COMMANDS } from './admin-operator-commands.ts';
 import { RECONCILE_COMMANDS } from './admin-reconcile-commands.ts';
 import { REQUEST_COMMANDS } from './admin-request-commands.ts';
 import { STOCK_COMMANDS } from './admin-stock-commands.ts';
+import { WEBHOOK_COMMANDS } from './admin-webhook-commands.ts';
 import { printableJson, printableLine, printableLines } from './printable.ts';
 
 export type { AdminIo } from './admin-command.ts';
@@ -18,6 +19,7 @@ const COMMANDS = [
   ...BASE_COMMANDS,
   ...STOCK_COMMANDS,
   ...RECONCILE_COMMANDS,
+  ...WEBHOOK_COMMANDS,
   ...OPERATOR_COMMANDS,
   ...BOT_COMMANDS,
   ...REQUEST_COMMANDS,
@@ -151,7 +153,10 @@ export async function adminMain(argv: string[], io: AdminIo): Promise<number> {
         io.stderr(`${printableLine(`error: ${code}: ${message}${done()}`)}\n`);
         return EXIT_API_ERROR;
       }
-      answers.push(answer.body);
+      // A write under an Idempotency-Key says whether it was a replay (SVC-Idempotent-Replay):
+      // `replayed` in --json, "(replayed)" in text.
+      const idempotent = Object.keys(req.headers ?? {}).some((h) => h.toLowerCase() === 'idempotency-key');
+      answers.push(idempotent ? { ...answer.body, replayed: answer.replayed } : answer.body);
     }
   } catch (err) {
     if (!(err instanceof AdminClientError)) throw err;

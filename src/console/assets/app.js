@@ -10,6 +10,7 @@ import * as overview from './page-overview.js';
 import * as quarantine from './page-quarantine.js';
 import * as requests from './page-requests.js';
 import * as topups from './page-topups.js';
+import * as webhooks from './page-webhooks.js';
 
 const app = document.getElementById('app');
 
@@ -22,6 +23,7 @@ const ROUTES = [
   [/^#\/quarantine$/, quarantine.render, 'quarantine'],
   [/^#\/requests$/, requests.render, 'requests'],
   [/^#\/topups$/, topups.render, 'topups'],
+  [/^#\/webhooks$/, webhooks.render, 'webhooks'],
   [/^#\/audit$/, audit.render, 'audit'],
   [/^#\/operators$/, operators.render, 'operators'],
 ];
@@ -76,9 +78,17 @@ function layout(operator) {
   nav = h(
     'nav',
     h('strong', 'Redeem Gateway'),
-    ['overview', 'customers', 'jobs', 'requests', 'quarantine', 'topups', 'audit', 'operators'].map((p) =>
-      h('a', { href: `#/${p}`, 'data-nav': p }, LABELS[p] ?? p[0].toUpperCase() + p.slice(1)),
-    ),
+    [
+      'overview',
+      'customers',
+      'jobs',
+      'requests',
+      'webhooks',
+      'quarantine',
+      'topups',
+      'audit',
+      'operators',
+    ].map((p) => h('a', { href: `#/${p}`, 'data-nav': p }, LABELS[p] ?? p[0].toUpperCase() + p.slice(1))),
     requests.searchBox(),
     h('span.who', { 'data-operator': operator.name }, `${operator.name} (${operator.role})`),
     h(

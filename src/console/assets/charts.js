@@ -46,7 +46,11 @@ function plotOptions({ xs, raw, series, order, granularity, unit, width }) {
     scales: {
       // Half a bucket of room on each side, so the first and last bars are whole.
       x: { time: true, range: () => [xs[0] - step / 2, xs[xs.length - 1] + step / 2] },
-      y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
+      // Counts: whole numbers, at least 0 to 4. Dollars: cents count, so no whole-number floor.
+      y: {
+        range: (_u, _min, max) =>
+          unit === 'USD' ? [0, max > 0 ? max * 1.1 : 1] : [0, Math.max(4, Math.ceil(max * 1.1))],
+      },
     },
     series: [
       {
@@ -74,7 +78,7 @@ function plotOptions({ xs, raw, series, order, granularity, unit, width }) {
       {},
       {
         label: `${unit} per ${granularity}`,
-        incrs: INTEGER_STEPS,
+        incrs: unit === 'USD' ? undefined : INTEGER_STEPS,
         values: (_u, ticks) => ticks.map((v) => String(v)),
       },
     ],
@@ -141,4 +145,26 @@ export function usagePlot(name, title, usage, series) {
     { rows: usage.buckets, totals: usage.totals, granularity: usage.granularity, unit },
     series,
   );
+}
+
+/** Money across customers per day (GET /admin/v1/money): what came in, was charged, was refunded. */
+export const MONEY_SERIES = [
+  ['topups', '#2e7d32'],
+  ['charges', '#1565c0'],
+  ['refunds', '#ef6c00'],
+];
+
+export function moneyPlot(name, title, money) {
+  const rows = money.days.map((d) => ({
+    start: `${d.date}T00:00:00Z`,
+    topups: d.topups_usd,
+    charges: d.charges_usd,
+    refunds: d.refunds_usd,
+  }));
+  const totals = {
+    topups: money.totals.topups_usd,
+    charges: money.totals.charges_usd,
+    refunds: money.totals.refunds_usd,
+  };
+  return barPlot(name, title, { rows, totals, granularity: 'day', unit: 'USD' }, MONEY_SERIES);
 }

@@ -1,5 +1,6 @@
 // Building the page without innerHTML: every value is a text node, so nothing an API returns can
 // become markup (and the CSP forbids inline script and style anyway).
+import { downloadCsv } from './api.js';
 
 /** h('div.card#x', {onclick, ...attrs}, child, ...): an element; strings become text nodes. */
 export function h(tag, attrs, ...children) {
@@ -40,7 +41,8 @@ function guarded(el, handler, ask) {
   return async (e) => {
     if (busy) return e.preventDefault();
     const question = typeof ask === 'function' ? ask(e) : ask;
-    if (question && !window.confirm(question)) return e.preventDefault();
+    // `false`: the form's values were refused before asking (the asker said why); nothing is sent.
+    if (question === false || (question && !window.confirm(question))) return e.preventDefault();
     busy = true;
     const buttons = el.tagName === 'FORM' ? [...el.querySelectorAll('button[type=submit]')] : [el];
     for (const b of buttons) b.disabled = true;
@@ -96,7 +98,29 @@ export function table(columns, rows, attrs = {}) {
 
 export const when = (iso) => (iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '—');
 export const last4 = (s) => (s ? `…${s}` : '—');
-export const usd = (n) => `$${Number(n).toLocaleString('en-US', { maximumFractionDigits: 6 })}`;
+/** Dollars as people write them: the sign before the dollar sign (`-$0.05`, never `$-0.05`). */
+export const usd = (n) => {
+  const v = Number(n);
+  const text = `$${Math.abs(v).toLocaleString('en-US', { maximumFractionDigits: 6 })}`;
+  return v < 0 ? `-${text}` : text;
+};
+
+/**
+ * Why a typed dollar amount cannot be sent, or null when it can: the admin API's rule (a decimal
+ * with at most 6 decimals, at most 1,000,000 either way), checked before the operator is asked to
+ * confirm it. `sign`: 'positive' (a top-up), 'nonzero' (an adjustment), 'nonnegative' (a price).
+ */
+export function usdProblem(text, sign) {
+  const t = String(text).trim();
+  if (!/^-?(\d+(\.\d{1,6})?|\.\d{1,6})$/.test(t))
+    return `"${t}" is not a dollar amount with at most 6 decimals.`;
+  const v = Number(t);
+  if (Math.abs(v) > 1_000_000) return 'The amount is at most $1,000,000.';
+  if (sign === 'positive' && !(v > 0)) return 'A top-up is more than $0 (an adjustment can take money away).';
+  if (sign === 'nonzero' && v === 0) return 'An adjustment is not $0.';
+  if (sign === 'nonnegative' && (v < 0 || t.startsWith('-'))) return 'A price is not negative.';
+  return null;
+}
 
 /** Values of a form's named fields. */
 export function formValues(form) {
@@ -119,4 +143,17 @@ export function statusLine() {
     ok: (text) => put(el, text) && el.setAttribute('data-state', 'ok'),
     error: (err) => put(el, err.message ?? String(err)) && el.setAttribute('data-state', 'error'),
   };
+}
+
+/** A "Download CSV" button for an admin list's export (`path` asks for format=csv). */
+export function csvButton(name, path, fallbackName, status) {
+  return h(
+    'button',
+    {
+      type: 'button',
+      'data-download': name,
+      onclick: () => downloadCsv(path(), fallbackName).catch(status.error),
+    },
+    'Download CSV',
+  );
 }

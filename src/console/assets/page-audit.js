@@ -1,31 +1,8 @@
 // The audit log (contract 13.2): every change, newest first, filtered by customer, operator and
 // action, with links to the customer, key or job it touched; a page at a time.
 import { api, qs } from './api.js';
-import { formValues, h, put, statusLine, when } from './dom.js';
-
-const ACTIONS = [
-  'customer.create',
-  'customer.disable',
-  'plan.set',
-  'plan.delete',
-  'subscription.set',
-  'key.issue',
-  'key.revoke',
-  'key.reroll',
-  'wallet.topup',
-  'wallet.adjust',
-  'stock.import',
-  'quarantine.settle',
-  'event.redeliver',
-  'operator.create',
-  'operator.revoke',
-  'encryption.rotate',
-  'bot.link',
-  'bot.bind',
-  'bot.unbind',
-  'topup.reject',
-  'backup.create',
-];
+import { csvButton, formValues, h, put, statusLine, when } from './dom.js';
+import { AUDIT_ACTIONS as ACTIONS } from './vocabulary.js';
 
 /** The target as a link where the console has a page for it. */
 function targetCell(e) {
@@ -99,7 +76,11 @@ export async function render(main) {
   );
   put(
     main,
-    h('header.page', h('h2', 'Audit log')),
+    h(
+      'header.page',
+      h('h2', 'Audit log'),
+      csvButton('audit', () => `/admin/v1/audit${qs({ ...filter, format: 'csv' })}`, 'audit.csv', status),
+    ),
     form,
     status.el,
     h(

@@ -4,6 +4,7 @@
 import { api, qs } from './api.js';
 import { barPlot } from './charts.js';
 import { h, put, statusLine, table, usd, when } from './dom.js';
+import { EVENT_STATES } from './vocabulary.js';
 
 const modeSelect = (name, value, onchange) =>
   h(
@@ -12,7 +13,7 @@ const modeSelect = (name, value, onchange) =>
     ['live', 'test'].map((m) => h('option', { value: m, selected: m === value }, m)),
   );
 
-function attemptLine(a) {
+export function attemptLine(a) {
   const what = a.error === null ? String(a.status) : a.status === null ? a.error : `${a.status} ${a.error}`;
   return h(
     'div.attempt',
@@ -25,7 +26,7 @@ const stateFilter = (onchange) =>
   h(
     'select',
     { 'aria-label': 'event state', onchange: (e) => onchange(e.target.value) },
-    ['', 'pending', 'delivered', 'failed'].map((s) => h('option', { value: s }, s || 'any state')),
+    ['', ...EVENT_STATES].map((s) => h('option', { value: s }, s || 'any state')),
   );
 
 /** The event table's columns; `redeliver(button, id)` runs the button. */
@@ -41,7 +42,11 @@ function eventColumns(redeliver) {
     [
       '',
       (e) => {
-        const b = h('button', { type: 'button', 'data-redeliver': e.id, write: true }, 'Redeliver');
+        const b = h(
+          'button',
+          { type: 'button', 'data-redeliver': e.id, 'data-needs-enabled': true, write: true },
+          'Redeliver',
+        );
         b.addEventListener('click', () => redeliver(b, e.id));
         return b;
       },
@@ -50,7 +55,7 @@ function eventColumns(redeliver) {
 }
 
 /** Queues a redelivery after a confirmation; the button cannot send twice while it runs. */
-async function askRedelivery(button, eventId, status, reload) {
+export async function askRedelivery(button, eventId, status, reload) {
   if (!confirm(`Send ${eventId} once more to the customer's current webhook URL?`)) return;
   button.disabled = true;
   try {
@@ -206,7 +211,13 @@ export function statementSection(id, defaultMode) {
         { rows, totals, granularity: 'day', unit: 'requests' },
         STATEMENT_SERIES,
       ),
-      table(STATEMENT_COLUMNS, [...s.days, s.totals], { 'data-table': 'statement' }),
+      // Every day's row is one click away: the page stays short (issue 36).
+      h(
+        'details',
+        { 'data-details': 'statement-days' },
+        h('summary', `Every day, ${s.from} to ${s.to}, with the totals`),
+        table(STATEMENT_COLUMNS, [...s.days, s.totals], { 'data-table': 'statement' }),
+      ),
     );
   };
   const reload = () => load().catch((err) => status.error(err));

@@ -3,11 +3,13 @@
 // import from a file, and a usage plot.
 import { api, qs } from './api.js';
 import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
-import { formValues, h, put, statusLine, table, usd, when } from './dom.js';
+import { formValues, h, put, statusLine, table, when } from './dom.js';
+import { accountBar, planSection, sectionBar } from './page-customer-account.js';
 import { botSection } from './page-customer-bot.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
 import { requestsSection } from './page-requests.js';
 import { ledgerSection, walletSection } from './page-wallet.js';
+import { receiversSection } from './page-webhooks.js';
 
 /** Codes per import request, at most (the admin API's limit). */
 const IMPORT_BATCH = 10_000;
@@ -105,18 +107,26 @@ export async function renderDetail(main, id, flash) {
   const base = `/admin/v1/customers/${id}`;
   // After a change the whole customer is read again, with a line saying what was done.
   const reload = (message) => renderDetail(main, id, message);
-  const dl = (pairs) =>
-    h(
-      'dl',
-      pairs.map(([k, v]) => [h('dt', k), h('dd', v ?? '—')]),
-    );
-  const plan = c.plan;
   // The event log and statement open on the mode the customer has live keys for, else test.
   const mode = c.keys.some((k) => k.mode === 'live') ? 'live' : 'test';
   const events = eventsSection(id, mode);
   const statement = statementSection(id, mode);
   const bot = botSection(id);
+  const receivers = receiversSection(id);
   const requests = requestsSection(id);
+  const parts = {
+    account: h('div.columns', planSection(c, id, reload), walletSection(c, base, reload, id)),
+    keys: keysSection(c, id),
+    bot,
+    ledger: ledgerSection(c, base),
+    stock: stockSection(c, base, reload),
+    usage: await usageSection(id),
+    statement,
+    webhooks: h('div', receivers, events),
+    requests,
+  };
+  // A disabled customer's page hides what cannot work (console.css: [data-needs-enabled]).
+  main.toggleAttribute('data-customer-disabled', c.customer.disabled);
   put(
     main,
     h(
@@ -124,47 +134,12 @@ export async function renderDetail(main, id, flash) {
       h('h2', c.customer.name, h('span.muted', ` #${id}`)),
       c.customer.disabled ? h('span.badge.failed', 'disabled') : null,
     ),
+    accountBar(c, id, reload),
     flash ? h('p.status', { role: 'status', 'data-state': 'ok', 'data-flash': true }, flash) : null,
-    h(
-      'div.columns',
-      h(
-        'section',
-        h('h3', 'Plan'),
-        plan
-          ? dl([
-              ['Label', plan.label],
-              ['Daily include', plan.daily_limit ?? 'uncapped (every request from the wallet)'],
-              ['Per request', usd(plan.per_request_usd)],
-              ['Overage', plan.overage ? 'billed from the wallet' : 'refused'],
-              ['Active', plan.active ? 'yes' : 'no'],
-            ])
-          : h('p.muted', 'No plan: redeems are refused (402 no_plan).'),
-        h('h3', 'Subscription'),
-        dl([
-          ['Required', c.subscription.required ? 'yes' : 'no'],
-          ['Expires', when(c.subscription.expires_at)],
-          ['Active', c.subscription.active ? 'yes' : 'no'],
-        ]),
-        h('h3', 'Used today'),
-        dl(
-          Object.entries(c.usage_today).map(([m, u]) => [
-            m,
-            `${u.used} requests (${u.overage} from the wallet)`,
-          ]),
-        ),
-      ),
-      walletSection(c, base, reload, id),
-    ),
-    keysSection(c, id),
-    bot,
-    ledgerSection(c, base),
-    stockSection(c, base, reload),
-    await usageSection(id),
-    statement,
-    events,
-    requests,
+    sectionBar(parts),
+    Object.values(parts),
   );
-  await Promise.all([events.ready, statement.ready, bot.ready, requests.ready]);
+  await Promise.all([events.ready, statement.ready, bot.ready, receivers.ready, requests.ready]);
 }
 
 function keysSection(c, id) {
@@ -187,6 +162,7 @@ function keysSection(c, id) {
     'form.inline',
     {
       'data-form': 'issue-key',
+      'data-needs-enabled': true,
       write: true,
       onsubmit: async (e) => {
         e.preventDefault();
@@ -288,7 +264,13 @@ function keyTable(c, status, onSecret) {
                 ),
                 h(
                   'button',
-                  { type: 'button', 'data-reroll': k.key_id, write: true, onclick: reroll(k) },
+                  {
+                    type: 'button',
+                    'data-reroll': k.key_id,
+                    'data-needs-enabled': true,
+                    write: true,
+                    onclick: reroll(k),
+                  },
                   'Reroll',
                 ),
               ],
@@ -306,6 +288,7 @@ function stockSection(c, base, reload) {
     'form.inline',
     {
       'data-form': 'import',
+      'data-needs-enabled': true,
       write: true,
       onsubmit: async (e) => {
         e.preventDefault();
@@ -366,9 +349,13 @@ function stockSection(c, base, reload) {
     h(
       'div.columns',
       ['live', 'test'].map((m) =>
+        // The counts by category one click away: the page stays short (issue 36).
         h(
-          'div',
-          h('h4', `${m}: ${c.stock[m].total_available} codes, ${c.stock[m].total_uc_available} UC available`),
+          'details',
+          h(
+            'summary',
+            `${m}: ${c.stock[m].total_available} codes, ${c.stock[m].total_uc_available} UC available`,
+          ),
           counts(m),
         ),
       ),

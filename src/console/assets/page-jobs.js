@@ -1,7 +1,7 @@
 // Jobs: the list filtered by customer, mode, status and creation time (newest first, a page at
 // a time), and one job with its codes (last 4 characters only), billing and webhook deliveries.
 import { api, qs } from './api.js';
-import { formValues, h, last4, put, statusLine, table, usd, when } from './dom.js';
+import { csvButton, formValues, h, last4, put, statusLine, table, usd, when } from './dom.js';
 
 const hashParams = () => new URLSearchParams(location.hash.split('?')[1] ?? '');
 // <input type=datetime-local> holds a UTC time here (the console shows UTC everywhere).
@@ -144,7 +144,11 @@ export async function renderList(main) {
   more.addEventListener('click', load);
   put(
     main,
-    h('header.page', h('h2', 'Jobs')),
+    h(
+      'header.page',
+      h('h2', 'Jobs'),
+      csvButton('jobs', () => `/admin/v1/jobs${qs({ ...f, format: 'csv' })}`, 'jobs.csv', status),
+    ),
     form,
     status.el,
     h(

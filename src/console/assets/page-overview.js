@@ -1,8 +1,8 @@
 // Overview: what needs attention (queue, quarantine, webhooks) and redeems per hour (24 h) and
-// per day (30 days) by outcome, and billed against refunded.
+// per day (30 days) by outcome, and billed against refunded; all of one mode (live by default).
 import { api, qs } from './api.js';
-import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
-import { h, put, when } from './dom.js';
+import { BILLING_SERIES, moneyPlot, OUTCOME_SERIES, usagePlot } from './charts.js';
+import { csvButton, h, put, statusLine, usd, when } from './dom.js';
 
 const card = (name, title, value, detail, href) =>
   h(
@@ -14,22 +14,28 @@ const card = (name, title, value, detail, href) =>
   );
 
 export async function render(main) {
-  const mode = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode') ?? '';
-  const [o, hourly, daily, enc] = await Promise.all([
-    api('GET', '/admin/v1/overview'),
+  // Every card and plot is of the mode chosen, live unless asked ('all': both together).
+  const chosen = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode') ?? 'live';
+  const mode = chosen === 'all' ? '' : chosen;
+  const [o, hourly, daily, enc, money] = await Promise.all([
+    api('GET', `/admin/v1/overview${qs({ mode })}`),
     api('GET', `/admin/v1/usage${qs({ granularity: 'hour', mode })}`),
     api('GET', `/admin/v1/usage${qs({ granularity: 'day', mode })}`),
     api('GET', '/admin/v1/encryption'),
+    api('GET', `/admin/v1/money${qs({ mode })}`),
   ]);
   const modeSelect = h(
     'select',
     {
       'aria-label': 'mode',
+      'data-select': 'mode',
       onchange: (e) => {
-        location.hash = `#/overview${e.target.value ? `?mode=${e.target.value}` : ''}`;
+        location.hash = `#/overview${e.target.value === 'live' ? '' : `?mode=${e.target.value}`}`;
       },
     },
-    ['', 'live', 'test'].map((m) => h('option', { value: m, selected: m === mode }, m || 'live and test')),
+    ['live', 'test', 'all'].map((m) =>
+      h('option', { value: m, selected: m === chosen }, m === 'all' ? 'live and test' : m),
+    ),
   );
   put(
     main,
@@ -41,7 +47,7 @@ export async function render(main) {
         'Job queue',
         o.queue.queued,
         `${o.queue.running} running · oldest queued ${when(o.queue.oldest_queued_at)}`,
-        '#/jobs?status=queued',
+        `#/jobs${qs({ status: 'queued', mode })}`,
       ),
       card(
         'quarantine',
@@ -50,11 +56,13 @@ export async function render(main) {
         'outcome unknown, held until checked',
         '#/quarantine',
       ),
+      // The event log's words (pending, delivered, failed), as on the Webhooks page it links to.
       card(
         'webhooks',
-        'Failing webhooks',
-        o.webhooks.failing,
-        `${o.webhooks.pending} pending · ${o.webhooks.dropped_24h} dropped in 24 h`,
+        'Failed webhooks, 24 h',
+        o.webhooks.failed_24h,
+        `${o.webhooks.pending} pending, ${o.webhooks.failing} of them after a failed attempt`,
+        `#/webhooks${qs({ state: 'failed', mode })}`,
       ),
       card('customers', 'Customers', o.customers, '', '#/customers'),
       // Key rotation (contract 13.9): key ids are public fingerprints, never keys.
@@ -74,6 +82,12 @@ export async function render(main) {
       usagePlot('hourly', 'Redeems per hour, last 24 hours, by outcome', hourly, OUTCOME_SERIES),
       usagePlot('daily', 'Redeems per day, last 30 days, by outcome', daily, OUTCOME_SERIES),
       usagePlot('billing', 'Billed and refunded requests per day, last 30 days', daily, BILLING_SERIES),
+      moneyPlot('money', 'Money per day across customers, USD (top-ups, charges, refunds)', money),
+    ),
+    h(
+      'p.muted',
+      `Money ${money.from} to ${money.to}: ${usd(money.totals.topups_usd)} topped up, ${usd(money.totals.charges_usd)} charged, ${usd(money.totals.refunds_usd)} refunded, ${usd(money.totals.adjustments_usd)} adjusted. `,
+      csvButton('money', () => `/admin/v1/money${qs({ mode, format: 'csv' })}`, 'money.csv', statusLine()),
     ),
   );
 }

@@ -3,7 +3,7 @@
 // send credits once), and the ledger a page at a time with who made each entry. Both views open
 // on the mode that has money or entries.
 import { api, qs } from './api.js';
-import { formValues, h, statusLine, table, usd, when } from './dom.js';
+import { csvButton, formValues, h, statusLine, table, usd, usdProblem, when } from './dom.js';
 
 /** The mode to show first: live, unless only test has a balance. */
 export function modeWithData(c) {
@@ -31,6 +31,12 @@ function moneyForm(kind, base, reload, status, mode, customerId, fields) {
       write: true,
       confirm: () => {
         const v = formValues(form);
+        // A refused amount is said here, before any confirmation ("Top up by $-3?" never shows).
+        const problem = usdProblem(v.usd, kind === 'topup' ? 'positive' : 'nonzero');
+        if (problem) {
+          status.error({ message: problem });
+          return false;
+        }
         const what = kind === 'topup' ? 'Top up' : 'Adjust';
         return `${what} the ${v.mode} wallet of customer ${customerId} by ${usd(v.usd.trim())}?`;
       },
@@ -73,6 +79,8 @@ export function walletSection(c, base, reload, customerId) {
     h('input', { name: 'note', placeholder: 'note', 'aria-label': 'top-up note' }),
     h('button', { type: 'submit' }, 'Top up'),
   ]);
+  // A disabled customer cannot redeem: money put in now could not be spent (console.css hides it).
+  topup.setAttribute('data-needs-enabled', '');
   const adjust = moneyForm('adjust', base, reload, status, mode, customerId, [
     h('input', {
       name: 'usd',
@@ -144,7 +152,13 @@ export function ledgerSection(c, base) {
   load();
   return h(
     'section',
-    h('h3', 'Wallet ledger ', select),
+    h(
+      'h3',
+      'Wallet ledger ',
+      select,
+      ' ',
+      csvButton('ledger', () => `${base}/ledger${qs({ mode, format: 'csv' })}`, 'ledger.csv', status),
+    ),
     status.el,
     h(
       'table',

@@ -52,6 +52,20 @@ export async function disableCustomer(q: Queryable, customerId: number, clock: C
   return r.rowCount > 0;
 }
 
+/** Enables a disabled customer again; returns the time it had been disabled at (null: it was not). */
+export async function enableCustomer(
+  q: Queryable,
+  customerId: number,
+): Promise<{ found: boolean; disabledAt: Date | null }> {
+  // The row is locked first, so the time read is the one this update clears.
+  const r = await q.query<{ disabledAt: Date | null }>(
+    'select disabled_at as "disabledAt" from customers where id = $1 for update',
+    [customerId],
+  );
+  if (r.rows.length > 0) await q.query('update customers set disabled_at = null where id = $1', [customerId]);
+  return { found: r.rows.length > 0, disabledAt: r.rows[0]?.disabledAt ?? null };
+}
+
 export async function setPlan(q: Queryable, customerId: number, plan: Plan, clock: Clock): Promise<void> {
   await q.query(
     `insert into plans (customer_id, label, daily_limit, per_request_micros, overage, active, updated_at)

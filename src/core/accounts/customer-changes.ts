@@ -12,6 +12,7 @@ import {
   customerExists,
   deletePlan,
   disableCustomer,
+  enableCustomer,
   loadAccountState,
   type Plan,
   type Subscription,
@@ -57,6 +58,29 @@ export async function disableCustomerAs(deps: ChangeDeps, actor: Actor, customer
       tx,
       actor,
       { action: 'customer.disable', customerId, target: String(customerId), details: {} },
+      deps.clock,
+    );
+  });
+}
+
+/**
+ * Enables a disabled customer: its keys answer again from the next request (the key cache never
+ * holds the customer's state). Enabling an enabled customer changes nothing and is still audited,
+ * as a second disable is; the audit row says when it had been disabled (null: it was not).
+ */
+export async function enableCustomerAs(deps: ChangeDeps, actor: Actor, customerId: number): Promise<void> {
+  await deps.db.transaction(async (tx) => {
+    const before = await enableCustomer(tx, customerId);
+    if (!before.found) throw new ApiError('not_found', 'unknown customer');
+    await recordAudit(
+      tx,
+      actor,
+      {
+        action: 'customer.enable',
+        customerId,
+        target: String(customerId),
+        details: { disabled_at: before.disabledAt ? isoUtc(before.disabledAt) : null },
+      },
       deps.clock,
     );
   });

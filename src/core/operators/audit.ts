@@ -11,6 +11,7 @@ import type { Actor } from './actor.ts';
 export const AUDIT_ACTIONS = [
   'customer.create',
   'customer.disable',
+  'customer.enable',
   'plan.set',
   'plan.delete',
   'subscription.set',

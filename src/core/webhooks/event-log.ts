@@ -23,8 +23,8 @@ export const EVENT_JOB_ID_FORMAT = /^job_[A-Za-z0-9]{20,64}$/;
 export const EVENT_STATES = ['pending', 'delivered', 'failed'] as const;
 
 export interface EventFilter {
-  /** The event's customer; the operator's list names one, a merchant's key always does. */
-  customerId: number;
+  /** The event's customer; a merchant's key always names one, the operator's list may not (null: every customer). */
+  customerId: number | null;
   /** The key's mode; the operator may leave it out (both modes). */
   mode: Mode | null;
   state?: EventState | undefined;
@@ -81,12 +81,13 @@ const eventsOf = (page: string) => `
 export async function listEvents(q: Queryable, f: EventFilter) {
   // Only the filters given are in the statement (one prepared statement per combination), so
   // each has a plan of its own: an index range on (customer, mode[, state], created_at, id).
-  const params: unknown[] = [f.customerId];
-  const where = ['customer_id = $1'];
+  const params: unknown[] = [];
+  const where: string[] = [];
   const add = (sql: (n: string) => string, value: unknown) => {
     params.push(value);
     where.push(sql(`$${params.length}`));
   };
+  if (f.customerId !== null) add((n) => `customer_id = ${n}`, f.customerId);
   if (f.mode !== null) add((n) => `mode = ${n}`, f.mode);
   if (f.state) add((n) => `log_state = ${n}`, f.state);
   if (f.type) add((n) => `event = ${n}`, f.type);
@@ -96,9 +97,16 @@ export async function listEvents(q: Queryable, f: EventFilter) {
     where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::text)`);
   }
   params.push(f.limit + 1);
-  const page = `select * from webhook_events where ${where.join(' and ')}
+  const page = `select * from webhook_events ${where.length ? `where ${where.join(' and ')}` : ''}
      order by created_at desc, id desc limit $${params.length}`;
-  const name = `webhook_events_list_${[f.mode !== null, f.state, f.type, f.jobId, f.cursor]
+  const name = `webhook_events_list_${[
+    f.customerId !== null,
+    f.mode !== null,
+    f.state,
+    f.type,
+    f.jobId,
+    f.cursor,
+  ]
     .map((given) => (given ? 1 : 0))
     .join('')}`;
   const r = await q.query<EventRow>(`${eventsOf(page)} order by e.created_at desc, e.id desc`, params, name);

@@ -12,6 +12,8 @@ import { cookieValue, SESSION_COOKIE, type SessionStore, sameOriginRequest } fro
 import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { AUDIT_ACTIONS } from '../../core/operators/audit.ts';
+import { EVENT_STATES } from '../../core/webhooks/event-log.ts';
 import { parseBody } from './validation.ts';
 
 const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../console');
@@ -46,6 +48,14 @@ function loadAssets(): Map<string, Asset> {
     if (/^[a-z0-9-]+\.(js|css)$/.test(name))
       add(`/console/assets/${name}`, join(CONSOLE_DIR, 'assets', name));
   }
+  // The console's copy of the server's vocabularies, made from the one list each (never kept twice).
+  assets.set('/console/assets/vocabulary.js', {
+    body: Buffer.from(
+      `export const AUDIT_ACTIONS = ${JSON.stringify(AUDIT_ACTIONS)};\n` +
+        `export const EVENT_STATES = ${JSON.stringify(EVENT_STATES)};\n`,
+    ),
+    type: TYPES['.js']!,
+  });
   add('/console/vendor/uplot.js', join(UPLOT_DIST, 'uPlot.esm.js'));
   add('/console/vendor/uplot.css', join(UPLOT_DIST, 'uPlot.min.css'));
   return assets;

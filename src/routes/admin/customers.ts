@@ -8,6 +8,7 @@ import {
   createCustomerAs,
   deletePlanAs,
   disableCustomerAs,
+  enableCustomerAs,
   setPlanAs,
   setSubscriptionAs,
 } from '../../core/accounts/customer-changes.ts';
@@ -72,6 +73,12 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
     const id = customerIdParam(request.params.id);
     await disableCustomerAs(ctx, actorOf(request), id);
     return { ok: true, request_id: request.id, customer_id: id, disabled: true };
+  });
+
+  app.post<IdParams>('/admin/v1/customers/:id/enable', async (request) => {
+    const id = customerIdParam(request.params.id);
+    await enableCustomerAs(ctx, actorOf(request), id);
+    return { ok: true, request_id: request.id, customer_id: id, disabled: false };
   });
 
   app.put<IdParams>('/admin/v1/customers/:id/plan', async (request) => {

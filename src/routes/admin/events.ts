@@ -6,13 +6,19 @@ import { customerExists } from '../../core/accounts/accounts.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
 import { getEvent, listEvents } from '../../core/webhooks/event-log.ts';
+import { listEventsAcrossCustomers, receiversOf } from '../../core/webhooks/event-overview.ts';
 import { requestRedeliveryAs } from '../../core/webhooks/redelivery.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { eventFilterFields } from '../events.ts';
-import { parseQuery } from './query.ts';
+import { customerIdQuery, parseQuery } from './query.ts';
 import { customerIdParam, modeSchema } from './validation.ts';
 
 const adminEventsQuery = z.strictObject({ mode: modeSchema.optional(), ...eventFilterFields });
+const eventsAcrossQuery = z.strictObject({
+  mode: modeSchema.optional(),
+  customer_id: customerIdQuery.optional(),
+  ...eventFilterFields,
+});
 
 export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get<{ Params: { id: string } }>('/admin/v1/customers/:id/events', async (request) => {
@@ -29,6 +35,28 @@ export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) 
       limit: q.limit,
     });
     return { ok: true, request_id: request.id, customer_id: customerId, ...page };
+  });
+
+  // Every customer's events at once (issue 36): the console's Webhooks page asks for state=failed.
+  app.get('/admin/v1/events', async (request) => {
+    const q = parseQuery(eventsAcrossQuery, request.query);
+    const page = await listEventsAcrossCustomers(ctx.db, {
+      customerId: q.customer_id ?? null,
+      mode: q.mode ?? null,
+      state: q.state,
+      type: q.type,
+      jobId: q.job_id,
+      cursor: q.cursor,
+      limit: q.limit,
+    });
+    return { ok: true, request_id: request.id, ...page };
+  });
+
+  app.get<{ Params: { id: string } }>('/admin/v1/customers/:id/webhooks', async (request) => {
+    const customerId = customerIdParam(request.params.id);
+    if (!(await customerExists(ctx.db, customerId))) throw new ApiError('not_found', 'unknown customer');
+    const webhooks = await receiversOf(ctx.db, customerId, ctx.clock);
+    return { ok: true, request_id: request.id, customer_id: customerId, window_hours: 24, webhooks };
   });
 
   app.get<{ Params: { id: string } }>('/admin/v1/events/:id', async (request) => {

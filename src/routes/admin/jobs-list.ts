@@ -2,9 +2,11 @@
 // creation time, a page at a time. GET /admin/v1/jobs/{id} (jobs.ts) shows one in full.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { jobsCsv } from '../../core/accounts/admin-exports.ts';
 import { listJobs } from '../../core/accounts/admin-lists.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { formatParam, sendCsv, wantsCsv } from './csv.ts';
 import { cursorParam, customerIdQuery, isoQuery, limitParam, parseQuery } from './query.ts';
 import { modeSchema } from './validation.ts';
 
@@ -27,13 +29,25 @@ const jobsQuery = z.strictObject({
   to: isoQuery.optional(),
   cursor: jobCursor.optional(),
   limit: limitParam(200, 50),
+  ...formatParam,
 });
 
 export function registerAdminJobListRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/admin/v1/jobs', async (request) => {
+  app.get('/admin/v1/jobs', async (request, reply) => {
     const q = parseQuery(jobsQuery, request.query);
     if (q.from && q.to && q.from.getTime() >= q.to.getTime())
       throw new ApiError('bad_request', 'from: must be before to');
+    if (wantsCsv(request, q.format)) {
+      // Every job the filters select (a cursor or limit is the JSON list's paging, not a filter).
+      const { csv, truncated } = await jobsCsv(ctx.db, {
+        customerId: q.customer_id,
+        mode: q.mode,
+        status: q.status,
+        from: q.from,
+        to: q.to,
+      });
+      return sendCsv(reply, 'jobs.csv', csv, truncated);
+    }
     const page = await listJobs(ctx.db, {
       customerId: q.customer_id,
       mode: q.mode,

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../core/context.ts';
 import { AUDIT_ACTIONS, auditPage } from '../../core/operators/audit.ts';
+import { auditCsv } from '../../core/operators/audit-csv.ts';
 import {
   createOperator,
   listOperators,
@@ -11,6 +12,7 @@ import {
   revokeOperator,
 } from '../../core/operators/operators.ts';
 import { actorOf } from '../../http/admin-door.ts';
+import { formatParam, sendCsv, wantsCsv } from './csv.ts';
 import { cursorParam, customerIdQuery, limitParam, parseQuery } from './query.ts';
 import { parseBody } from './validation.ts';
 
@@ -27,6 +29,7 @@ const auditQuery = z.strictObject({
   cursor: cursorParam((p) =>
     p.length === 1 && Number.isSafeInteger(p[0]) && (p[0] as number) > 0 ? (p[0] as number) : null,
   ).optional(),
+  ...formatParam,
 });
 
 export function registerAdminOperatorRoutes(app: FastifyInstance, ctx: AppContext) {
@@ -52,8 +55,13 @@ export function registerAdminOperatorRoutes(app: FastifyInstance, ctx: AppContex
     return { ok: true, request_id: request.id, ...operator };
   });
 
-  app.get('/admin/v1/audit', async (request) => {
+  app.get('/admin/v1/audit', async (request, reply) => {
     const q = parseQuery(auditQuery, request.query);
+    if (wantsCsv(request, q.format)) {
+      const filter = { customerId: q.customer_id, actor: q.actor, action: q.action };
+      const { csv, truncated } = await auditCsv(ctx.db, filter);
+      return sendCsv(reply, 'audit.csv', csv, truncated);
+    }
     const page = await auditPage(ctx.db, {
       customerId: q.customer_id,
       actor: q.actor,

@@ -4,9 +4,12 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { serviceOverview } from '../../core/accounts/overview.ts';
 import { bucketStart, type Granularity, rollUpUsage, usageBuckets } from '../../core/accounts/usage.ts';
+import { moneyByDay, moneyCsv } from '../../core/billing/money-by-day.ts';
 import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { statementQueryFields } from '../statements.ts';
+import { formatParam, sendCsv, wantsCsv } from './csv.ts';
 import { customerIdQuery, isoQuery, parseQuery } from './query.ts';
 import { modeSchema } from './validation.ts';
 
@@ -55,8 +58,28 @@ export function registerAdminUsageRoutes(app: FastifyInstance, ctx: AppContext) 
     };
   });
 
+  // Money across customers per UTC day (issue 36), JSON or CSV (format=csv, Accept: text/csv).
+  app.get('/admin/v1/money', async (request, reply) => {
+    const q = parseQuery(
+      z.strictObject({ mode: modeSchema.optional(), ...statementQueryFields, ...formatParam }),
+      request.query,
+    );
+    const money = await moneyByDay(ctx.db, ctx.clock.now(), { mode: q.mode ?? null, from: q.from, to: q.to });
+    if (wantsCsv(request, q.format))
+      return sendCsv(
+        reply,
+        `money-${money.mode ?? 'all'}-${money.from}-${money.to}.csv`,
+        moneyCsv(money.days),
+        false,
+      );
+    return { ok: true, request_id: request.id, ...money };
+  });
+
   app.get('/admin/v1/overview', async (request) => {
-    parseQuery(z.strictObject({}), request.query);
-    return { ok: true, request_id: request.id, ...(await serviceOverview(ctx.db, ctx.clock.now())) };
+    const q = parseQuery(z.strictObject({ mode: modeSchema.optional() }), request.query);
+    const overview = await serviceOverview(ctx.db, ctx.clock.now(), q.mode ?? null);
+    // Without a mode the answer is as it always was (both modes, no `mode` field).
+    const { mode, ...rest } = overview;
+    return { ok: true, request_id: request.id, ...(mode ? { mode } : {}), ...rest };
   });
 }

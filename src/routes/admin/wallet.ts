@@ -3,6 +3,7 @@
 // entry. The answer of a wallet write is stored with its key and sent again byte for byte.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { ledgerCsv } from '../../core/accounts/admin-exports.ts';
 import { ledgerPage } from '../../core/accounts/admin-lists.ts';
 import { ADMIN_IDEMPOTENCY_KEY } from '../../core/billing/admin-idempotency.ts';
 import { parseUsd } from '../../core/billing/money.ts';
@@ -15,6 +16,7 @@ import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
 import { requestFingerprint } from '../../core/redeem/request.ts';
 import { actorOf } from '../../http/admin-door.ts';
+import { formatParam, sendCsv, wantsCsv } from './csv.ts';
 import { idCursor, limitParam, parseQuery } from './query.ts';
 import { customerIdParam, existingCustomerParam, modeSchema, parseBody } from './validation.ts';
 
@@ -55,6 +57,7 @@ const ledgerQuery = z.strictObject({
   mode: modeSchema.optional(),
   cursor: idCursor.optional(),
   limit: limitParam(500, 500),
+  ...formatParam,
 });
 
 /** The Idempotency-Key header: missing → 400 idempotency_required; malformed → 400 bad_request. */
@@ -100,10 +103,14 @@ export function registerAdminWalletRoutes(app: FastifyInstance, ctx: AppContext)
     });
   });
 
-  app.get<IdParams>('/admin/v1/customers/:id/ledger', async (request) => {
+  app.get<IdParams>('/admin/v1/customers/:id/ledger', async (request, reply) => {
     const id = await existingCustomerParam(ctx.db, request.params.id);
     const q = parseQuery(ledgerQuery, request.query);
     if (!q.mode) throw new ApiError('bad_request', 'mode: must be live or test');
+    if (wantsCsv(request, q.format)) {
+      const { csv, truncated } = await ledgerCsv(ctx.db, id, q.mode);
+      return sendCsv(reply, `ledger-${id}-${q.mode}.csv`, csv, truncated);
+    }
     const page = await ledgerPage(ctx.db, id, q.mode, { beforeId: q.cursor, limit: q.limit });
     return { ok: true, request_id: request.id, customer_id: id, mode: q.mode, ...page };
   });
