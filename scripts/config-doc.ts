@@ -209,6 +209,21 @@ const SECTIONS: [string, Record<string, Setting>][] = [
           "Days a finished job keeps its codes' ciphertexts, and webhook events are kept. The ledger, usage and job rows are never deleted.",
       },
       LOG_LEVEL: { meaning: 'Log level of the one JSON line per request and the service messages.' },
+      REQUEST_LOG_RETENTION_DAYS: {
+        meaning:
+          'Days the request log (refused and failed public answers, see [the request log](../operators/requests.md)) keeps its rows.',
+      },
+      REQUEST_LOG_FLUSH_MS: {
+        meaning:
+          'How often the request log is written from memory to the database, in one batch (at most 1,000 rows a pass).',
+      },
+      REQUEST_LOG_DAILY_CAP: {
+        meaning: 'Rows of the request log kept per customer and UTC day; beyond it refusals are only counted.',
+      },
+      REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: {
+        meaning:
+          'Rows kept per UTC day for all callers without a known key together (no key, or an unknown one).',
+      },
     },
   ],
   [

@@ -201,7 +201,7 @@ const schema = z
       }
       return Number(v);
     }),
-    // The request log (issue 36, docs/operators-requests.md): days a row is kept; how often the
+    // The request log (issue 36, docs/operators/requests.md): days a row is kept; how often the
     // buffer is written (at most 1,000 rows a time); rows kept per customer and UTC day, and per
     // UTC day for all unidentified callers together (no key, or an unknown one), beyond: counted.
     REQUEST_LOG_RETENTION_DAYS: positiveSetting('REQUEST_LOG_RETENTION_DAYS', 7),
