@@ -218,7 +218,8 @@ const SECTIONS: [string, Record<string, Setting>][] = [
           'How often the request log is written from memory to the database, in one batch (at most 1,000 rows a pass).',
       },
       REQUEST_LOG_DAILY_CAP: {
-        meaning: 'Rows of the request log kept per customer and UTC day; beyond it refusals are only counted.',
+        meaning:
+          'Rows of the request log kept per customer and UTC day; beyond it refusals are only counted.',
       },
       REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: {
         meaning:
