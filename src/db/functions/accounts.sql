@@ -1,5 +1,5 @@
 -- The account wing: the billing lock and the one account view. Applied after the migrations at
--- every start when this file's text changed (src/db/functions.ts); `create or replace` only.
+-- every start when this file's text changed (applyFunctions); `create or replace` only.
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
 -- PL/pgSQL where a caller runs it often (it keeps its plans per connection); language sql where
 -- the function is to be inlined into the caller's query (account_row).
