@@ -4,10 +4,9 @@
 // src/metrics/ satisfy them, and core never imports either.
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.ts';
-import type { Mode } from './accounts/accounts.ts';
 import type { Clock } from './clock.ts';
-import type { Disposition } from './jobs/jobs.ts';
-import type { ActivationStatus, Activator } from './redeem/activator.ts';
+import type { Activator } from './redeem/activator.ts';
+import type { ActivationStatus, Disposition, Mode } from './vocabulary.ts';
 
 /** The settings core reads (src/config.ts's Config has them all, with their defaults). */
 export interface CoreConfig {

@@ -7,8 +7,8 @@
 // new series per value, and some are secrets.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { BreakerState } from '../activators/circuit-breaker.ts';
-import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
+import type { Mode } from '../core/vocabulary.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 import { type BotMetrics, registerBotMetrics } from './bot-metrics.ts';
 import { registerEncryptionMetrics } from './encryption-metrics.ts';

@@ -1,10 +1,8 @@
 // Customers, plans, bot subscriptions and the account record of GET /v1/me.
 import type { Queryable } from '../../db/database.ts';
-import { usdNumber } from '../billing/money.ts';
 import { type Clock, isoUtc, utcDay } from '../clock.ts';
-
-export type Mode = 'live' | 'test';
-export const MODES: readonly Mode[] = ['live', 'test'];
+import { usdNumber } from '../money.ts';
+import type { Mode } from '../vocabulary.ts';
 
 export interface Plan {
   label: string;

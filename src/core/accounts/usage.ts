@@ -6,11 +6,12 @@
 // the watermark, in one transaction, so two readers never add a job twice.
 import type { Database, Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
-import type { Mode } from './accounts.ts';
+import { CODE_STATUSES, type Mode } from '../vocabulary.ts';
 
 export type Granularity = 'hour' | 'day';
 
-export const OUTCOMES = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed'] as const;
+/** The per-code statuses, counted in this order (core/vocabulary.ts). */
+export const OUTCOMES = CODE_STATUSES;
 
 export interface UsageCounts {
   activated: number;

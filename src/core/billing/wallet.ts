@@ -2,9 +2,9 @@
 // ledger's sum and is only ever changed by the SQL function that appends the entry
 // (src/db/functions/billing.sql).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
-import { usdNumber } from './money.ts';
+import { usdNumber } from '../money.ts';
+import type { Mode } from '../vocabulary.ts';
 
 /** A ledger entry to append. */
 export interface LedgerEntry {

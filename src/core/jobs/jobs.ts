@@ -3,12 +3,9 @@
 // rows whenever it is answered or replayed.
 
 import type { Queryable } from '../../db/database.ts';
-import type { AccountRow, Mode } from '../accounts/accounts.ts';
+import type { AccountRow } from '../accounts/accounts.ts';
 import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
-import type { ActivationStatus } from '../redeem/activator.ts';
-
-export type Disposition = 'consumed' | 'deleted' | 'kept' | 'returned' | 'quarantined';
-export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'interrupted';
+import type { ActivationStatus, Disposition, JobStatus, Mode } from '../vocabulary.ts';
 
 export interface JobRow {
   id: string;

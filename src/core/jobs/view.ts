@@ -3,6 +3,7 @@
 // in them goes through codeResults (jobs.ts), where stock codes are masked (contract 12.1).
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
+import type { JobEvent } from '../vocabulary.ts';
 import { buildResult, codeResults, type JobCodeRow, type JobRow, loadJobWithCodes } from './jobs.ts';
 
 /** The redeem result of a completed job (contract section 3, plus job_id). */
@@ -45,8 +46,6 @@ export function jobView(job: JobRow, rows: JobCodeRow[], codeKey: Buffer, reques
     error: job.status === 'failed' || job.status === 'interrupted' ? jobErrorBody(job, rows, codeKey) : null,
   };
 }
-
-export type JobEvent = 'redeem.completed' | 'redeem.failed';
 
 /** The `data` of a job's webhook event, built now from the job's rows; null for an unknown job. */
 export async function jobEventData(q: Queryable, codeKey: Buffer, jobId: string, event: JobEvent) {

@@ -8,7 +8,6 @@ import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import {
   BILLED_STATUSES,
-  type Disposition,
   dispositionOf,
   ERROR_CODE_OF,
   type JobCodeRow,
@@ -16,7 +15,8 @@ import {
   STOCK_STATE_OF,
 } from '../jobs/jobs.ts';
 import { retryOnDeadlock } from '../retry.ts';
-import type { ActivationMemory, ActivationStatus } from './activator.ts';
+import type { ActivationStatus, Disposition } from '../vocabulary.ts';
+import type { ActivationMemory } from './activator.ts';
 
 /**
  * How the commit of a job's last outcome finishes the job: a sync job with its key (its request's

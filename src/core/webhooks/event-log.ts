@@ -10,10 +10,10 @@
 // Paging is by keyset on (created_at, id), newest first: events written while a client pages
 // are newer than its cursor, so they never shift a later page (no gaps, no repeats).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
-import { encodeCursor } from '../accounts/admin-lists.ts';
 import { isoUtc } from '../clock.ts';
-import { type JobEvent, jobEventData } from '../jobs/view.ts';
+import { encodeCursor } from '../cursor.ts';
+import { jobEventData } from '../jobs/view.ts';
+import type { JobEvent, Mode } from '../vocabulary.ts';
 import { type AttemptErrorClass, attemptErrorClass } from './attempt-errors.ts';
 
 export type EventState = 'pending' | 'delivered' | 'failed';

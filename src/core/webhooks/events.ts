@@ -3,10 +3,9 @@
 // src/db/functions/, which an async job's finish calls in the same statement). The webhook worker
 // delivers it.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { newEventId } from '../ids.ts';
-import type { JobEvent } from '../jobs/view.ts';
+import type { JobEvent, Mode } from '../vocabulary.ts';
 
 export async function enqueueJobEvent(
   tx: Queryable,

@@ -5,7 +5,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ledgerPage } from '../../core/accounts/admin-lists.ts';
 import { ADMIN_IDEMPOTENCY_KEY } from '../../core/billing/admin-idempotency.ts';
-import { parseUsd } from '../../core/billing/money.ts';
 import {
   changeWallet,
   MAX_WALLET_CHANGE_MICROS,
@@ -13,6 +12,7 @@ import {
 } from '../../core/billing/wallet-changes.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { parseUsd } from '../../core/money.ts';
 import { requestFingerprint } from '../../core/redeem/request.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { idCursor, limitParam, parseQuery } from './query.ts';
