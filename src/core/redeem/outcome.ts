@@ -6,17 +6,11 @@ import { type AccountRow, type AccountState, accountStateFrom } from '../account
 import { utcDay } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import {
-  BILLED_STATUSES,
-  dispositionOf,
-  ERROR_CODE_OF,
-  type JobCodeRow,
-  type JobRow,
-  STOCK_STATE_OF,
-} from '../jobs/jobs.ts';
+import type { JobCodeRow, JobRow } from '../jobs/jobs.ts';
 import { retryOnDeadlock } from '../retry.ts';
 import type { ActivationStatus, Disposition } from '../vocabulary.ts';
 import type { ActivationMemory } from './activator.ts';
+import { BILLED_STATUSES, dispositionOf, ERROR_CODE_OF, STOCK_STATE_OF } from './outcomes.ts';
 
 /**
  * How the commit of a job's last outcome finishes the job: a sync job with its key (its request's

@@ -12,7 +12,7 @@
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
 import { encodeCursor } from '../cursor.ts';
-import { jobEventData } from '../jobs/view.ts';
+import { jobEventData } from '../redeem/job-view.ts';
 import type { JobEvent, Mode } from '../vocabulary.ts';
 import { type AttemptErrorClass, attemptErrorClass } from './attempt-errors.ts';
 

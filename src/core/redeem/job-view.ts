@@ -1,10 +1,11 @@
 // What callers see of an async job: GET /v1/jobs/{id}, its redeem result, its error body, and
 // the `data` of its webhook events. All are built from the job's rows when asked, and every code
-// in them goes through codeResults (jobs.ts), where stock codes are masked (contract 12.1).
+// in them goes through codeResults (outcomes.ts), where stock codes are masked (contract 12.1).
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
+import { type JobCodeRow, type JobRow, loadJobWithCodes } from '../jobs/jobs.ts';
 import type { JobEvent } from '../vocabulary.ts';
-import { buildResult, codeResults, type JobCodeRow, type JobRow, loadJobWithCodes } from './jobs.ts';
+import { buildResult, codeResults } from './outcomes.ts';
 
 /** The redeem result of a completed job (contract section 3, plus job_id). */
 export function jobResultBody(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
