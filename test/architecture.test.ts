@@ -86,7 +86,7 @@ function circlesOf(g: Map<string, string[]>): string[][] {
 /**
  * The floor of a file: a file may import its own floor or lower ones, never a higher one.
  * Entry points and development tools are the top; adapters stand between core and http so that
- * core cannot import them (it owns their interfaces: core/redeem/activator.ts, core/context.ts).
+ * core cannot import them (it owns their interfaces: core/activator.ts, core/context.ts).
  */
 function floor(path: string): number {
   const top = path.split('/')[0]!;

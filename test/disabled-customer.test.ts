@@ -3,9 +3,9 @@
 // upstream and no webhook event; a running job finishes the codes already out and sends no more;
 // the delivery worker sends none of the customer's pending events.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Activator } from '../src/core/activator.ts';
 import { claimJob } from '../src/core/jobs/states.ts';
 import { runJob } from '../src/core/jobs/worker.ts';
-import type { Activator } from '../src/core/redeem/activator.ts';
 import { redeemJobRunner } from '../src/core/redeem/job-runner.ts';
 import { deliverDueEvents } from '../src/core/webhooks/delivery.ts';
 import { adminCall, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';

@@ -3,13 +3,13 @@
 // src/db/functions/redeem.sql); the commit of a job's last outcome also finishes the job. The runs
 // (run.ts) and recovery (core/jobs/recovery.ts) both record through it.
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
+import type { ActivationMemory } from '../activator.ts';
 import { utcDay } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import type { JobCodeRow, JobRow } from '../jobs/jobs.ts';
 import { retryOnDeadlock } from '../retry.ts';
 import type { ActivationStatus, Disposition } from '../vocabulary.ts';
-import type { ActivationMemory } from './activator.ts';
 import { BILLED_STATUSES, dispositionOf, ERROR_CODE_OF, STOCK_STATE_OF } from './outcomes.ts';
 
 /**

@@ -1,5 +1,5 @@
 // The seam to the game's redemption backend (contract section 9).
-import type { ActivationStatus, Mode } from '../vocabulary.ts';
+import type { ActivationStatus, Mode } from './vocabulary.ts';
 
 export interface ActivationOutcome {
   status: ActivationStatus;
