@@ -1,6 +1,8 @@
 // The OpenAPI paths and schemas of what a merchant reconciles with (contract 13.6 and 13.7):
 // the webhook event log with redelivery, and statements (JSON or CSV). document.ts hands its
 // response helpers in, so this file needs none of its code at run time.
+
+import { CODE_STATUSES } from '../core/vocabulary.ts';
 import { EVENT_JOB_ID_FORMAT, EVENT_TYPE_FORMAT } from '../core/webhooks/event-log.ts';
 import type { JsonSchema } from './schemas.ts';
 
@@ -111,7 +113,7 @@ const RedeliveryAccepted: JsonSchema = {
   properties: { ok: { const: true }, request_id: REQUEST_ID, event_id: EVENT_ID },
 };
 
-const CODES = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed'];
+const CODES = [...CODE_STATUSES];
 const counts = (keys: string[]) => Object.fromEntries(keys.map((k) => [k, COUNT]));
 const STATEMENT_COUNTS = ['requests_included', 'requests_overage', 'requests_refunded'];
 const STATEMENT_MONEY = [

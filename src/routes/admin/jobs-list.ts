@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { listJobs } from '../../core/accounts/admin-lists.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { JOB_STATUSES } from '../../core/vocabulary.ts';
 import { cursorParam, customerIdQuery, isoQuery, limitParam, parseQuery } from './query.ts';
 import { modeSchema } from './validation.ts';
 
@@ -17,7 +18,7 @@ const jobCursor = cursorParam((p) => {
 const jobsQuery = z.strictObject({
   customer_id: customerIdQuery.optional(),
   mode: modeSchema.optional(),
-  status: z.enum(['queued', 'running', 'completed', 'failed', 'interrupted']).optional(),
+  status: z.enum(JOB_STATUSES).optional(),
   from: isoQuery.optional(),
   to: isoQuery.optional(),
   cursor: jobCursor.optional(),
