@@ -5,7 +5,7 @@
 // the (encrypted) rows whenever it is answered or replayed.
 import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
 import type { JobCodeRow, JobRow } from '../jobs/jobs.ts';
-import type { ActivationStatus, Disposition } from '../vocabulary.ts';
+import { type ActivationStatus, CODE_STATUSES, type Disposition } from '../vocabulary.ts';
 
 export const ERROR_CODE_OF: Record<ActivationStatus, string> = {
   activated: '',
@@ -110,7 +110,7 @@ export function buildResult(
   sent?: readonly string[],
 ) {
   const codes = codeResults(job, rows, codeKey, sent);
-  const summary = { activated: 0, code_used: 0, invalid_code: 0, bad_player: 0, failed: 0 };
+  const summary = Object.fromEntries(CODE_STATUSES.map((s) => [s, 0])) as Record<ActivationStatus, number>;
   let ucDelivered = 0;
   let billed = 0;
   for (const c of codes) {
