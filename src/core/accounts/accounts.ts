@@ -37,6 +37,11 @@ export async function createCustomer(q: Queryable, name: string, clock: Clock): 
   return r.rows[0]!.id;
 }
 
+/** Whether any customer exists (the demo seeds an empty database only). */
+export async function anyCustomer(q: Queryable): Promise<boolean> {
+  return (await q.query('select 1 from customers limit 1')).rows.length > 0;
+}
+
 export async function customerExists(q: Queryable, customerId: number): Promise<boolean> {
   const r = await q.query('select 1 from customers where id = $1', [customerId]);
   return r.rows.length > 0;

@@ -46,6 +46,21 @@ export async function appendLedger(
   return { entryId: r.rows[0]!.entryId };
 }
 
+/** The newest ledger entries of a wallet (the bot's /wallet), newest first. */
+export async function recentLedgerEntries(
+  q: Queryable,
+  customerId: number,
+  mode: Mode,
+  limit: number,
+): Promise<{ at: Date; kind: string; amount: number }[]> {
+  const r = await q.query<{ at: Date; kind: string; amount: number }>(
+    `select created_at as at, kind, amount_micros as amount from wallet_ledger
+      where customer_id = $1 and mode = $2 order by id desc limit $3`,
+    [customerId, mode, limit],
+  );
+  return r.rows;
+}
+
 export async function walletSummary(q: Queryable, customerId: number) {
   const r = await q.query<{ mode: Mode; balance: number; held: number }>(
     'select mode, balance_micros as balance, held_micros as held from accounts where customer_id = $1',
