@@ -24,7 +24,10 @@ function wordsAt(path: string, pattern: RegExp): string[] {
 test("the SDK's unions are core's lists", () => {
   const union = (name: string) => new RegExp(`export type ${name} = (?:Open<)?([^;]*);`);
   expect(wordsAt('sdk/src/types.ts', union('Mode'))).toEqual([...MODES]);
-  expect(wordsAt('sdk/src/types.ts', union('CodeStatus'))).toEqual([...CODE_STATUSES]);
+  expect(wordsAt('sdk/src/types.ts', union('KnownCodeStatus'))).toEqual([...CODE_STATUSES]);
+  expect(wordsAt('sdk/src/types.ts', /export type CodeErrorCode = Open<([^>]*)>/)).toEqual(
+    CODE_STATUSES.map((s) => ERROR_CODE_OF[s]),
+  );
   expect(wordsAt('sdk/src/types.ts', union('Disposition'))).toEqual([...DISPOSITIONS]);
   expect(wordsAt('sdk/src/types.ts', union('JobStatus'))).toEqual([...JOB_STATUSES]);
   expect(wordsAt('sdk/src/reconcile-types.ts', /event: Open<([^>]*)>/)).toEqual([...JOB_EVENTS]);
