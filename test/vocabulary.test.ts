@@ -8,7 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 import { AUDIT_ACTIONS } from '../src/core/operators/audit.ts';
 import { ERROR_CODE_OF } from '../src/core/redeem/outcomes.ts';
-import { CODE_STATUSES, DISPOSITIONS, JOB_EVENTS, JOB_STATUSES, MODES } from '../src/core/vocabulary.ts';
+import {
+  CODE_STATUSES,
+  DISPOSITIONS,
+  EVENT_STATES,
+  JOB_EVENTS,
+  JOB_STATUSES,
+  MODES,
+} from '../src/core/vocabulary.ts';
 import { openApiJson } from '../src/openapi/document.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,6 +38,9 @@ test("the SDK's unions are core's lists", () => {
   expect(wordsAt('sdk/src/types.ts', union('Disposition'))).toEqual([...DISPOSITIONS]);
   expect(wordsAt('sdk/src/types.ts', union('JobStatus'))).toEqual([...JOB_STATUSES]);
   expect(wordsAt('sdk/src/reconcile-types.ts', /event: Open<([^>]*)>/)).toEqual([...JOB_EVENTS]);
+  expect(wordsAt('sdk/src/reconcile-types.ts', /export type EventState = Open<([^>]*)>/)).toEqual([
+    ...EVENT_STATES,
+  ]);
 });
 
 test("the console's copies are core's lists", () => {
@@ -41,6 +51,9 @@ test("the console's copies are core's lists", () => {
     ...JOB_STATUSES,
   ]);
   expect(wordsAt('src/console/assets/page-jobs.js', /select\('mode', \[([^\]]*)\]/)).toEqual([...MODES]);
+  expect(wordsAt('src/console/assets/page-customer-reconcile.js', /\['', ([^\]]*)\]\.map/)).toEqual([
+    ...EVENT_STATES,
+  ]);
   expect(
     wordsAt('src/console/assets/charts.js', /OUTCOME_SERIES = \[([\s\S]*?)\n\];/).filter(
       (w) => !w.startsWith('#'),
@@ -50,6 +63,12 @@ test("the console's copies are core's lists", () => {
 
 test("the OpenAPI document's enums are core's lists", () => {
   const doc = openApiJson();
-  for (const list of [CODE_STATUSES, DISPOSITIONS, JOB_STATUSES, CODE_STATUSES.map((s) => ERROR_CODE_OF[s])])
+  for (const list of [
+    CODE_STATUSES,
+    DISPOSITIONS,
+    JOB_STATUSES,
+    EVENT_STATES,
+    CODE_STATUSES.map((s) => ERROR_CODE_OF[s]),
+  ])
     expect(doc).toContain(JSON.stringify({ enum: [...list] }).slice(1, -1));
 });

@@ -19,6 +19,10 @@ export type Disposition = (typeof DISPOSITIONS)[number];
 export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'interrupted'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/** A webhook event's state in the event log (webhooks/event-log.ts derives it from its attempts). */
+export const EVENT_STATES = ['pending', 'delivered', 'failed'] as const;
+export type EventState = (typeof EVENT_STATES)[number];
+
 /** The webhook events of a job. */
 export const JOB_EVENTS = ['redeem.completed', 'redeem.failed'] as const;
 export type JobEvent = (typeof JOB_EVENTS)[number];

@@ -2,7 +2,7 @@
 // the webhook event log with redelivery, and statements (JSON or CSV). document.ts hands its
 // response helpers in, so this file needs none of its code at run time.
 
-import { CODE_STATUSES } from '../core/vocabulary.ts';
+import { CODE_STATUSES, EVENT_STATES } from '../core/vocabulary.ts';
 import { EVENT_JOB_ID_FORMAT, EVENT_TYPE_FORMAT } from '../core/webhooks/event-log.ts';
 import type { JsonSchema } from './schemas.ts';
 
@@ -62,7 +62,7 @@ const eventProperties = {
   created_at: TIMESTAMP,
   state: {
     type: 'string',
-    enum: ['pending', 'delivered', 'failed'],
+    enum: [...EVENT_STATES],
     description:
       '`pending`: an attempt is still due or in flight; `delivered`: an attempt got a 2xx; `failed`: every ' +
       'automatic attempt used and none got a 2xx.',
@@ -190,7 +190,7 @@ export function eventPaths(h: PathHelpers) {
         parameters: [
           query('state', 'Only events in this state.', {
             type: 'string',
-            enum: ['pending', 'delivered', 'failed'],
+            enum: [...EVENT_STATES],
           }),
           query('type', 'Only events of this type (`redeem.completed`, `redeem.failed`).', {
             type: 'string',

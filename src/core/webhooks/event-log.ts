@@ -13,14 +13,12 @@ import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
 import { encodeCursor } from '../cursor.ts';
 import { jobEventData } from '../redeem/job-view.ts';
-import type { JobEvent, Mode } from '../vocabulary.ts';
+import type { EventState, JobEvent, Mode } from '../vocabulary.ts';
 import { type AttemptErrorClass, attemptErrorClass } from './attempt-errors.ts';
 
-export type EventState = 'pending' | 'delivered' | 'failed';
 /** The list's filters by type and by job id (the route checks them; the OpenAPI document says them). */
 export const EVENT_TYPE_FORMAT = /^[a-z][a-z0-9._]{0,63}$/;
 export const EVENT_JOB_ID_FORMAT = /^job_[A-Za-z0-9]{20,64}$/;
-export const EVENT_STATES = ['pending', 'delivered', 'failed'] as const;
 
 export interface EventFilter {
   /** The event's customer; the operator's list names one, a merchant's key always does. */
