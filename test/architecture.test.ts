@@ -155,9 +155,6 @@ describe('where SQL lives (docs/architecture.md, "Where SQL lives")', () => {
     'activators/sandbox.ts': 'the sandbox adapter reads its own table (sandbox_redemptions)',
     'routes/health.ts': 'a probe of the database itself (select 1)',
     'cli/backup.ts': 'a probe of a restored copy',
-    'metrics/registry.ts': 'scrape-time gauge (jobs): still to move into its wing',
-    'metrics/webhook-gauges.ts': 'scrape-time gauges (the outbox): still to move into its wing',
-    'metrics/encryption-metrics.ts': 'scrape-time gauges (rotation): still to move into its wing',
   };
 
   it('runs no statement above core/ but in the files named', () => {

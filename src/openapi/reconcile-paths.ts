@@ -2,7 +2,7 @@
 // the webhook event log with redelivery, and statements (JSON or CSV). document.ts hands its
 // response helpers in, so this file needs none of its code at run time.
 
-import { CODE_STATUSES, EVENT_STATES } from '../core/vocabulary.ts';
+import { CODE_STATUSES, EVENT_STATES, MODES } from '../core/vocabulary.ts';
 import { EVENT_JOB_ID_FORMAT, EVENT_TYPE_FORMAT } from '../core/webhooks/event-log.ts';
 import type { JsonSchema } from './schemas.ts';
 
@@ -58,7 +58,7 @@ const eventProperties = {
   id: EVENT_ID,
   event: { type: 'string', description: '`redeem.completed` or `redeem.failed`; new types may appear.' },
   job_id: { type: 'string', pattern: '^job_[0-9A-Za-z]{20,}$' },
-  mode: { type: 'string', enum: ['live', 'test'] },
+  mode: { type: 'string', enum: [...MODES] },
   created_at: TIMESTAMP,
   state: {
     type: 'string',
@@ -142,7 +142,7 @@ const Statement: JsonSchema = {
   properties: {
     ok: { const: true },
     request_id: REQUEST_ID,
-    mode: { type: 'string', enum: ['live', 'test'] },
+    mode: { type: 'string', enum: [...MODES] },
     currency: { const: 'USD' },
     from: DATE,
     to: DATE,

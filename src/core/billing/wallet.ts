@@ -4,7 +4,7 @@
 import type { Queryable } from '../../db/database.ts';
 import type { Clock } from '../clock.ts';
 import { usdNumber } from '../money.ts';
-import type { Mode } from '../vocabulary.ts';
+import { MODES, type Mode } from '../vocabulary.ts';
 
 /** A ledger entry to append. */
 export interface LedgerEntry {
@@ -67,7 +67,7 @@ export async function walletSummary(q: Queryable, customerId: number) {
     [customerId],
   );
   const out: Record<string, { balance_usd: number; held_usd: number; spendable_usd: number }> = {};
-  for (const mode of ['live', 'test'] as const) {
+  for (const mode of MODES) {
     const row = r.rows.find((x) => x.mode === mode);
     const balance = row?.balance ?? 0;
     const held = row?.held ?? 0;

@@ -146,6 +146,17 @@ export async function loadKeyJob(
   };
 }
 
+/** Jobs queued or running now, by status and mode (the metrics' gauge; the partial index jobs_unfinished serves it). */
+export async function countUnfinishedJobs(
+  q: Pick<Queryable, 'query'>,
+): Promise<{ status: 'queued' | 'running'; mode: Mode; n: number }[]> {
+  const r = await q.query<{ status: 'queued' | 'running'; mode: Mode; n: number }>(
+    `select status, mode, count(*)::int as n from jobs
+      where status in ('queued', 'running') group by status, mode`,
+  );
+  return r.rows;
+}
+
 export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {
   const r = await q.query<JobCodeRow>(
     `select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`,
