@@ -1,7 +1,7 @@
 // Recording one code's outcome: its capture or release, its stock state and the activator's
 // memory an activated answer hands back, in one commit (redeem_record_outcome,
 // src/db/functions/redeem.sql); the commit of a job's last outcome also finishes the job. The runs
-// (run.ts) and recovery (core/jobs/recovery.ts) both record through it.
+// (run.ts) and settling a stopped redeem (settle.ts) both record through it.
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import type { ActivationMemory } from '../activator.ts';
 import { utcDay } from '../clock.ts';
