@@ -5,14 +5,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MALLOC_TUNABLES } from '../src/db/pglite-memory.ts';
+import { MALLOC_TUNABLES } from '../src/db/pglite/memory.ts';
 import { type Child, freePort, HOST, startChild, waitForHttp } from './processes.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * The environment for a gateway child: ours, minus every gateway setting, plus the ones given,
- * and glibc's malloc tuned as `npm start` and the systemd unit tune it (src/db/pglite-memory.ts).
+ * and glibc's malloc tuned as `npm start` and the systemd unit tune it (src/db/pglite/memory.ts).
  */
 export function gatewayEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {

@@ -9,14 +9,14 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openPglite } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createPglite, pgliteRunner } from '../src/db/pglite-statements.ts';
+import { createPglite, pgliteRunner } from '../src/db/pglite/statements.ts';
 import { toWire } from '../src/db/wire-values.ts';
 import { SQL_REDEEM_FIXTURES } from './pgbench.ts';
 
 /**
  * Per second, sequential: one query by primary key, and a sync redeem's two statements. The
  * database is made and migrated through the gateway's seam, then timed on this thread with the
- * statement runner the seam's PGlite thread uses (src/db/pglite-statements.ts), named as the
+ * statement runner the seam's PGlite thread uses (src/db/pglite/statements.ts), named as the
  * gateway's hot-path statements are (pgbench runs -M prepared): the SQL alone, without the hop
  * between threads the serving process pays, so the ceiling is PGlite's own speed.
  */

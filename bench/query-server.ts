@@ -2,7 +2,7 @@
 // run as its own process like the gateway. QUERY_DATABASE_URL set: one named (prepared) `pg`
 // query on a pool of QUERY_POOL_MAX connections (the gateway's default pool, 10); unset: one
 // named query on an embedded in-memory PGlite, through the gateway's own database seam (its
-// statements are one exchange with PGlite each, src/db/pglite-statements.ts). Prints
+// statements are one exchange with PGlite each, src/db/pglite/statements.ts). Prints
 // "listening <port>".
 import Fastify from 'fastify';
 import pg from 'pg';

@@ -10,8 +10,9 @@ import {
   type HttpActivator,
   type HttpActivatorOptions,
 } from '../src/activators/http.ts';
+import type { CodeCheckState } from '../src/core/activator.ts';
 import { codeHash } from '../src/core/crypto/code-crypto.ts';
-import type { ActivationStatus, CodeCheckState } from '../src/core/redeem/activator.ts';
+import type { ActivationStatus } from '../src/core/vocabulary.ts';
 import { createUpstreamSim, type UpstreamSim } from '../src/dev/upstream-sim.ts';
 import { instrumentActivator } from '../src/metrics/activator-metrics.ts';
 import { createMetrics } from '../src/metrics/registry.ts';

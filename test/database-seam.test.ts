@@ -2,7 +2,7 @@
 // back as the same value, a named statement is parsed once and survives a failed call, a
 // statement outside a transaction never runs inside one, and a transaction's handle is dead
 // once the transaction ended. On PGlite each statement is one exchange with the WASM backend
-// (src/db/pglite-statements.ts), on a thread of its own (src/db/pglite-worker.ts), so these are
+// (src/db/pglite/statements.ts), on a thread of its own (src/db/pglite/worker.ts), so these are
 // the promises that path must keep; and that thread neither blocks the caller's nor keeps an
 // idle process alive.
 import { execFile } from 'node:child_process';

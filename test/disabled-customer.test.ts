@@ -3,9 +3,10 @@
 // upstream and no webhook event; a running job finishes the codes already out and sends no more;
 // the delivery worker sends none of the customer's pending events.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Activator } from '../src/core/activator.ts';
 import { claimJob } from '../src/core/jobs/states.ts';
 import { runJob } from '../src/core/jobs/worker.ts';
-import type { Activator } from '../src/core/redeem/activator.ts';
+import { redeemJobRunner } from '../src/core/redeem/job-runner.ts';
 import { deliverDueEvents } from '../src/core/webhooks/delivery.ts';
 import { adminCall, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { addStock, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';
@@ -79,7 +80,7 @@ describe('a disabled customer', () => {
     const { deps, sent } = recordingDeps();
     const claimed = await claimJob(deps);
     expect(claimed?.job.id).toBe(jobId);
-    await runJob(deps, jobId, {}, claimed!);
+    await runJob(deps, redeemJobRunner, jobId, {}, claimed!);
 
     expect(sent).toEqual([]);
     expect(await jobRows(jobId)).toEqual({
@@ -119,7 +120,7 @@ describe('a disabled customer', () => {
     const { deps, sent } = recordingDeps();
     const claimed = await claimJob(deps);
     expect(claimed?.job.id).toBe(jobId);
-    const run = runJob(deps, jobId, { codeConcurrency: 1 }, claimed!);
+    const run = runJob(deps, redeemJobRunner, jobId, { codeConcurrency: 1 }, claimed!);
     // The SLOW code is out with the upstream (answered 600 ms later): disable the customer now.
     for (let i = 0; i < 100 && sent.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(sent).toEqual([codes[0]]);
@@ -157,7 +158,7 @@ describe('a disabled customer', () => {
     const jobId = res.json().job_id as string;
     const claimed = await claimJob(t.ctx);
     expect(claimed?.job.id).toBe(jobId);
-    await runJob(t.ctx, jobId, {}, claimed!);
+    await runJob(t.ctx, redeemJobRunner, jobId, {}, claimed!);
     // The job completed while the customer was active: its event waits in the outbox.
     expect(await jobRows(jobId)).toMatchObject({ job: { status: 'completed' }, events: 1 });
     await disable(m.customerId);

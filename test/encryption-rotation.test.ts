@@ -191,7 +191,7 @@ describe('rotation to a new first key', () => {
       m.customerId,
     ]);
     const { loadJobWithCodes } = await import('../src/core/jobs/jobs.ts');
-    const { codeResults } = await import('../src/core/jobs/jobs.ts');
+    const { codeResults } = await import('../src/core/redeem/outcomes.ts');
     const loaded = await loadJobWithCodes(t.ctx.db, job.rows[0]!.id);
     expect(codeResults(loaded!.job, loaded!.codes, alone)[0]!.code).toMatch(/^OK-/);
   });

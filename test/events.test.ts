@@ -6,7 +6,7 @@
 // Deliveries are driven one pass at a time (deliverDueEvents) with an injected clock.
 import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
-import { enqueueJobEvent } from '../src/core/webhooks/events.ts';
+import { enqueueJobEvent } from '../src/core/jobs/job-events.ts';
 import { checkSignature } from '../src/core/webhooks/signing.ts';
 import { createMerchant, issueTestKey } from './helpers/app.ts';
 import { attempt, eventKit } from './helpers/event-kit.ts';

@@ -7,6 +7,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { createFairSemaphore } from '../src/core/fair-semaphore.ts';
 import { claimJob } from '../src/core/jobs/states.ts';
 import { type JobWorker, runJob, startJobWorker } from '../src/core/jobs/worker.ts';
+import { redeemJobRunner } from '../src/core/redeem/job-runner.ts';
 import { createMerchant, createTestApp, issueTestKey, type Merchant, type TestApp } from './helpers/app.ts';
 import { redeem, uniqueCode } from './helpers/redeem.ts';
 
@@ -77,7 +78,7 @@ describe('job claims', () => {
     expect(order).toEqual([live, single, ...floods]);
     await t.ctx.db.query(`update jobs set status = 'queued', lease_owner = null where id = any($1)`, [order]);
     // Run them to the end, so the next test starts from a quiet table.
-    const worker = startJobWorker(t.ctx, { pollMs: 20 });
+    const worker = startJobWorker(t.ctx, redeemJobRunner, { pollMs: 20 });
     await waitFinished([...order], worker);
   });
 
@@ -87,7 +88,7 @@ describe('job claims', () => {
     expect(first?.job.id).toBe(older);
     // The flooder's job ran to its end: it has none running again, but it just had its turn.
     const flood = [await queue(flooder.key, 1)];
-    await runJob(t.ctx, first!.job.id, {}, first!);
+    await runJob(t.ctx, redeemJobRunner, first!.job.id, {}, first!);
     const single = await queue(other.key, 1);
     const order: string[] = [];
     for (let c = await claimJob(t.ctx); c; c = await claimJob(t.ctx)) order.push(c.job.id);
@@ -95,7 +96,7 @@ describe('job claims', () => {
     // has come (ordering by the older job alone gave the flooder two turns in a row).
     expect(order).toEqual([single, ...flood]);
     await t.ctx.db.query(`update jobs set status = 'queued', lease_owner = null where id = any($1)`, [order]);
-    const worker = startJobWorker(t.ctx, { pollMs: 20 });
+    const worker = startJobWorker(t.ctx, redeemJobRunner, { pollMs: 20 });
     await waitFinished([first!.job.id, ...order], worker);
   });
 
@@ -123,7 +124,7 @@ describe('job claims', () => {
     expect(order).toEqual([single, flood]);
     await t.ctx.db.query(`update jobs set status = 'completed', finished_at = now() where id = $1`, [syncId]);
     await t.ctx.db.query(`update jobs set status = 'queued', lease_owner = null where id = any($1)`, [order]);
-    const worker = startJobWorker(t.ctx, { pollMs: 20 });
+    const worker = startJobWorker(t.ctx, redeemJobRunner, { pollMs: 20 });
     await waitFinished(order, worker);
   });
 
@@ -136,10 +137,11 @@ describe('job claims', () => {
     });
     const floods: string[] = [];
     for (let i = 0; i < 8; i++) floods.push(await queue(flooder.key, 50));
-    const worker = startJobWorker(
-      { ...t.ctx, activatorFor: () => delayed },
-      { concurrency, codeConcurrency: 5, pollMs: 20 },
-    );
+    const worker = startJobWorker({ ...t.ctx, activatorFor: () => delayed }, redeemJobRunner, {
+      concurrency,
+      codeConcurrency: 5,
+      pollMs: 20,
+    });
     // Once the flooder holds every slot, the others arrive.
     for (;;) {
       const running = [...(await jobTimes(floods)).values()].filter((j) => j.status === 'running');

@@ -1,7 +1,7 @@
 // Identifiers: shape, uniqueness, and uniform characters across many refills of the byte pool.
 import { describe, expect, test } from 'vitest';
-import { pooledRandomByte, pooledRandomBytes } from '../src/core/crypto/random-pool.ts';
 import { newApiKey, newJobId, newRequestId, randomBase62 } from '../src/core/ids.ts';
+import { pooledRandomByte, pooledRandomBytes } from '../src/core/random-pool.ts';
 
 describe('ids', () => {
   test('prefixes and lengths', () => {

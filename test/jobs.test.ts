@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { claimJob } from '../src/core/jobs/states.ts';
 import { runJob } from '../src/core/jobs/worker.ts';
+import { redeemJobRunner } from '../src/core/redeem/job-runner.ts';
 import {
   ADMIN_TOKEN,
   bearer,
@@ -279,7 +280,7 @@ describe('a job that crashes', () => {
       expect(claimed?.job.id).toBe(id);
       // The claim hands the run the job with its codes, the unreadable one among them.
       expect(claimed?.codes.map((c) => c.position)).toEqual([0, 1, 2]);
-      await runJob(paused.ctx, id, {}, claimed!);
+      await runJob(paused.ctx, redeemJobRunner, id, {}, claimed!);
 
       const job = (await getJobOn(paused, m.key, id)).json();
       expect(job.status).toBe('failed');

@@ -6,7 +6,7 @@ import { appendFileSync, cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { listFunctionFiles } from '../src/db/functions.ts';
+import { listFunctionFiles } from '../src/db/function-files.ts';
 import { listMigrations, migrate } from '../src/db/migrate.ts';
 import { openTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { databaseEnv, freePort, TEST_ADMIN_TOKEN, TEST_CODE_KEY } from './helpers/process.ts';

@@ -3,9 +3,10 @@
 // runs them inside whole billing sequences).
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createCustomer, type Mode } from '../src/core/accounts/accounts.ts';
+import { createCustomer } from '../src/core/accounts/accounts.ts';
 import { appendLedger } from '../src/core/billing/wallet.ts';
 import { ManualClock } from '../src/core/clock.ts';
+import type { Mode } from '../src/core/vocabulary.ts';
 import { openTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let t: TestDatabase;

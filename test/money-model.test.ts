@@ -6,9 +6,10 @@
 // running balance) with a tiny model of contract section 2.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createCustomer, type Mode, setPlan } from '../src/core/accounts/accounts.ts';
+import { createCustomer, setPlan } from '../src/core/accounts/accounts.ts';
 import { appendLedger } from '../src/core/billing/wallet.ts';
 import { ManualClock } from '../src/core/clock.ts';
+import type { Mode } from '../src/core/vocabulary.ts';
 import type { Queryable } from '../src/db/database.ts';
 import { openTestDatabase, type TestDatabase } from './helpers/db.ts';
 

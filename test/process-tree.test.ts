@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, inject, test } from 'vitest';
-import { MALLOC_TUNABLES } from '../src/db/pglite-memory.ts';
+import { MALLOC_TUNABLES } from '../src/db/pglite/memory.ts';
 import {
   createProcessMerchant,
   databaseEnv,
@@ -116,7 +116,7 @@ test.each([
       expect(argv.slice(1)).toEqual(['bin/redeem-gateway.js', 'serve']);
       const environ = readFileSync(`/proc/${serving}/environ`, 'utf8').split('\0');
       expect(environ.filter((e) => e.startsWith('NODE_OPTIONS='))).toEqual([]);
-      // glibc's malloc gives back what a new data directory's seeding freed (pglite-memory.ts).
+      // glibc's malloc gives back what a new data directory's seeding freed (pglite/memory.ts).
       expect(environ.filter((e) => e.startsWith('GLIBC_TUNABLES='))).toEqual([
         `GLIBC_TUNABLES=${MALLOC_TUNABLES}`,
       ]);

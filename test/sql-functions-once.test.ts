@@ -1,7 +1,7 @@
 // Every SQL function lives once (DESIGN house style 3): migrations hold tables, indexes and data
 // only, and no function or trigger is defined in two function files.
 import { expect, test } from 'vitest';
-import { listFunctionFiles } from '../src/db/functions.ts';
+import { listFunctionFiles } from '../src/db/function-files.ts';
 import { listMigrations } from '../src/db/migrate.ts';
 
 const DEFINES = /^\s*create\s+(?:or\s+replace\s+)?(function|procedure|trigger)\s+([a-z0-9_]+)/gim;

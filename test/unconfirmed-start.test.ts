@@ -4,8 +4,8 @@
 // same key sends them; nothing is quarantined, nothing billed.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { newRequestId } from '../src/core/ids.ts';
-import { settleUnconfirmedStart } from '../src/core/jobs/recovery.ts';
 import { parseRedeemRequest, requestFingerprint } from '../src/core/redeem/request.ts';
+import { settleUnconfirmedStart } from '../src/core/redeem/settle.ts';
 import { startRedeem } from '../src/core/redeem/start.ts';
 import { createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { me, redeem, uniqueCode, walletInvariants } from './helpers/redeem.ts';

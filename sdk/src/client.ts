@@ -1,8 +1,10 @@
 // The API client: typed calls over fetch, retries that are safe because a redeem's
 // Idempotency-Key is made once per call and sent on every attempt, and job polling.
+
+import type { Call, CallOptions } from './call.js';
 import { randomKey } from './crypto.js';
 import { errorFromResponse, JobInterruptedError, RedeemGatewayError } from './errors.js';
-import { type Call, EventsApi, StatementsApi } from './reconcile.js';
+import { EventsApi, StatementsApi } from './reconcile.js';
 import type {
   Accepted,
   Account,
@@ -42,10 +44,6 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Called before each retry: for logs and metrics. */
   onRetry?: (info: RetryInfo) => void;
-}
-
-export interface CallOptions {
-  signal?: AbortSignal;
 }
 
 export interface RedeemOptions extends CallOptions {

@@ -1,6 +1,6 @@
 // @redeem-gateway/sdk: the TypeScript client of the Redeem Gateway API.
+export type { Call, CallOptions } from './call.js';
 export {
-  type CallOptions,
   type ClientOptions,
   RedeemGateway,
   type RedeemOptions,
@@ -8,7 +8,7 @@ export {
   type WaitOptions,
 } from './client.js';
 export { isRetryable, JobInterruptedError, RedeemGatewayError } from './errors.js';
-export { type Call, EventsApi, StatementsApi } from './reconcile.js';
+export { EventsApi, StatementsApi } from './reconcile.js';
 export type * from './reconcile-types.js';
 export type * from './types.js';
 export {

@@ -1,6 +1,6 @@
 // The bodies of the event log (GET /v1/events …) and statements (GET /v1/statements), as the
 // OpenAPI document describes them. String unions stay open: new values may appear.
-import type { Mode, Open } from './types.js';
+import type { KnownCodeStatus, Mode, Open } from './types.js';
 
 export type EventState = Open<'pending' | 'delivered' | 'failed'>;
 export type AttemptError = Open<'timeout' | 'connection' | 'tls' | 'blocked' | 'http_status'>;
@@ -61,7 +61,7 @@ export interface StatementCounts {
   requests_included: number;
   requests_overage: number;
   requests_refunded: number;
-  codes: { activated: number; code_used: number; invalid_code: number; bad_player: number; failed: number };
+  codes: Record<KnownCodeStatus, number>;
   charged_usd: number;
   topups_usd: number;
   adjustments_usd: number;

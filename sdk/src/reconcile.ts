@@ -1,7 +1,7 @@
 // client.events and client.statements: the webhook event log with redelivery, and statements
 // (JSON, or the CSV text as the service writes it). Each call goes through the client's one
 // request path (retries, errors), handed in by the client.
-import type { CallOptions } from './client.js';
+import type { Call, CallOptions } from './call.js';
 import type {
   EventDetail,
   EventListOptions,
@@ -10,15 +10,6 @@ import type {
   Statement,
   StatementRange,
 } from './reconcile-types.js';
-
-/** The client's request path: method, path, body, options, extra headers; resolves with the body. */
-export type Call = <T>(
-  method: string,
-  path: string,
-  body: unknown,
-  options: CallOptions,
-  headers?: Record<string, string>,
-) => Promise<T>;
 
 const query = (params: object) => {
   const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== null);

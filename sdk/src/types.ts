@@ -7,7 +7,9 @@
 export type Open<T extends string> = T | (string & {});
 
 export type Mode = 'live' | 'test';
-export type CodeStatus = Open<'activated' | 'code_used' | 'invalid_code' | 'bad_player' | 'failed'>;
+/** The per-code statuses this SDK knows (the service's one list of them). */
+export type KnownCodeStatus = 'activated' | 'code_used' | 'invalid_code' | 'bad_player' | 'failed';
+export type CodeStatus = Open<KnownCodeStatus>;
 export type CodeErrorCode = Open<
   '' | 'CODE_USED' | 'INVALID_CODE' | 'CHARACTER_NOT_FOUND' | 'ACTIVATION_FAILED'
 >;
@@ -87,7 +89,7 @@ export interface RedeemResult {
   source: Open<'codes' | 'stock'>;
   reference: string | null;
   codes: CodeOutcome[];
-  summary: Record<'activated' | 'code_used' | 'invalid_code' | 'bad_player' | 'failed', number>;
+  summary: Record<KnownCodeStatus, number>;
   uc_delivered: number;
   billed_requests: number;
   refunded_requests: number;

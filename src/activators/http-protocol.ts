@@ -1,6 +1,6 @@
 // The upstream protocol's answers (docs/upstream-protocol.md), judged: what each exchange means
 // for the code, and whether it tells the circuit breaker the upstream is failing.
-import type { ActivationOutcome, CodeCheckState, CodeStatus } from '../core/redeem/activator.ts';
+import type { ActivationOutcome, CodeCheckState, CodeStatus } from '../core/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Exchange } from './http-exchange.ts';
 

@@ -11,8 +11,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
+import type { ActivationOutcome, Activator } from '../core/activator.ts';
 import { createFairSemaphore } from '../core/fair-semaphore.ts';
-import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
 import { type BreakerState, createBreaker } from './circuit-breaker.ts';
 import { type Exchange, exchangeUnlessSent } from './http-exchange.ts';
 import { judgeActivation, judgeCheck, judgeStatus } from './http-protocol.ts';

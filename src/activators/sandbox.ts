@@ -7,10 +7,10 @@
 // (memoryHashes), so an encryption-key rotation and a restart forget nothing; the rotation then
 // rewrites the rows under the new first key (core/crypto/rotation.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Mode } from '../core/accounts/accounts.ts';
+import type { ActivationOutcome, Activator, CodeCheckState } from '../core/activator.ts';
 import { codeHashes } from '../core/crypto/code-crypto.ts';
-import type { ActivationOutcome, Activator, CodeCheckState } from '../core/redeem/activator.ts';
 import { CATALOG_UC } from '../core/stock/catalog.ts';
+import type { Mode } from '../core/vocabulary.ts';
 import type { Queryable } from '../db/database.ts';
 
 export const SANDBOX_SLOW_MS = 2000;

@@ -1,14 +1,15 @@
 // How a reply reads (contract 14.3): plain text, one `label: value` line per number, the mode
 // first on every reply about money, stock or a redeem, codes masked, money with 2 to 6 decimals,
 // and one line (with an example) for a bad input. Nothing here ever holds a full code.
-import type { Mode } from '../core/accounts/accounts.ts';
+
 import { codeLast4, maskCode } from '../core/crypto/code-crypto.ts';
+import type { Mode } from '../core/vocabulary.ts';
 
 /** `[live]` or `[test]`: the first line of a reply about money, stock or a redeem. */
 export const modeTag = (mode: Mode) => `[${mode}]`;
 
 /** Money as the chat writes it: 2 to 6 decimals (`12.50`, `0.0035`). */
-export { usdText } from '../core/billing/money.ts';
+export { usdText } from '../core/money.ts';
 
 /** A code as a reply may show it: every character but the last 4 replaced by `*`. */
 export const maskedCode = (code: string) => maskCode(codeLast4(code), code.length);

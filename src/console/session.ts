@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
-import { sha256Hex } from '../core/keys/keys.ts';
+import { sha256Hex } from '../core/hash.ts';
 
 export const SESSION_COOKIE = 'rg_console';
 /** A session lasts this long from sign-in (no sliding renewal: sign in again each working day). */

@@ -1,13 +1,12 @@
 // The one context of the service: what the HTTP apps, the workers and every phase of a redeem are
 // given. Core owns this type and the interfaces of the adapters it calls (the activator in
-// redeem/activator.ts, the business metrics and the settings below); src/config.ts and
+// activator.ts, the business metrics and the settings below); src/config.ts and
 // src/metrics/ satisfy them, and core never imports either.
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.ts';
-import type { Mode } from './accounts/accounts.ts';
+import type { Activator } from './activator.ts';
 import type { Clock } from './clock.ts';
-import type { Disposition } from './jobs/jobs.ts';
-import type { ActivationStatus, Activator } from './redeem/activator.ts';
+import type { ActivationStatus, Disposition, Mode } from './vocabulary.ts';
 
 /** The settings core reads (src/config.ts's Config has them all, with their defaults). */
 export interface CoreConfig {

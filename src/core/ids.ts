@@ -1,7 +1,7 @@
 // Random, unguessable identifiers (contract section 0): a prefix and base62 characters drawn
 // from the CSPRNG with rejection sampling, so every character is uniform. The bytes come from
-// the pool of crypto/random-pool.ts, each byte used once.
-import { pooledRandomByte } from './crypto/random-pool.ts';
+// the pool of random-pool.ts, each byte used once.
+import { pooledRandomByte } from './random-pool.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { isConnectionError } from './connection-errors.ts';
 import { parseInt8 } from './int8.ts';
-import { startPgliteThread } from './pglite-thread.ts';
+import { startPgliteThread } from './pglite/thread.ts';
 import { type PoolMode, poolModeFromEnv } from './pool-mode.ts';
 import { toWire } from './wire-values.ts';
 
@@ -93,7 +93,7 @@ function closedTransaction(): Error {
 
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  // PGlite runs on a thread of its own (src/db/pglite-worker.ts); it has a single connection,
+  // PGlite runs on a thread of its own (src/db/pglite/worker.ts); it has a single connection,
   // and its own locks there serialise statements and transactions as they arrive.
   const thread = await startPgliteThread(dataDir);
   const counters = newCounters();

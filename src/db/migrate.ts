@@ -3,13 +3,13 @@
 // recorded with its checksum in that same transaction: two processes migrating one database at
 // once apply each migration exactly once. An applied migration whose text changed (or whose file
 // is gone) stops the start: the database would silently differ from what the files say. The SQL
-// functions (src/db/functions/, functions.ts) are applied after the migrations in the same
+// functions (src/db/functions/, function-files.ts) are applied after the migrations in the same
 // transaction.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Database, Queryable } from './database.ts';
-import { applyFunctions, type FunctionFile, listFunctionFiles } from './functions.ts';
+import { applyFunctions, type FunctionFile, listFunctionFiles } from './function-files.ts';
 import { checksum, splitStatements } from './sql-files.ts';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');

@@ -3,6 +3,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import { ApiError } from '../core/errors.ts';
+import { sha256Hex } from '../core/hash.ts';
 import type { KeyCache } from '../core/keys/key-cache.ts';
 import {
   API_KEY_PATTERN,
@@ -10,7 +11,6 @@ import {
   ipAllowed,
   type KeyRecord,
   type Scope,
-  sha256Hex,
 } from '../core/keys/keys.ts';
 import type { Queryable } from '../db/database.ts';
 

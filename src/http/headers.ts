@@ -2,7 +2,7 @@
 // routes import: the API version every answer carries, and the quota and balance headers of an
 // identified key.
 import { remainingToday, spendableMicros } from '../core/accounts/accounts.ts';
-import { formatUsd } from '../core/billing/money.ts';
+import { formatUsd } from '../core/money.ts';
 
 export const API_VERSION = '1.0.0';
 

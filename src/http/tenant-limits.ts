@@ -10,7 +10,7 @@
 // across processes. Both run before the body is read.
 // The unknown-key limit is not here: it answers inside KeyChecks.identify, before its lookup.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type AccountState, loadAccountState, type Mode, today } from '../core/accounts/accounts.ts';
+import { type AccountState, loadAccountState, today } from '../core/accounts/accounts.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
 import { createReadBudget } from '../core/limits/read-budget.ts';
 import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
@@ -21,6 +21,7 @@ import {
   type WindowSlot,
   windowLimitedError,
 } from '../core/limits/window-limit.ts';
+import type { Mode } from '../core/vocabulary.ts';
 import type { ServerContext } from './context.ts';
 import { setAccountHeaders } from './headers.ts';
 import type { KeyChecks } from './key-checks.ts';

@@ -2,7 +2,7 @@
 // decorator around any Activator, so neither the sandbox nor the http client knows about metrics.
 
 import type { BreakerState } from '../activators/circuit-breaker.ts';
-import type { ActivationOutcome, Activator } from '../core/redeem/activator.ts';
+import type { ActivationOutcome, Activator } from '../core/activator.ts';
 import type { Metrics } from './registry.ts';
 
 /** The result label of an activation: its status, `unknown` when it may have been consumed. */

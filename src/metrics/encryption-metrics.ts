@@ -2,18 +2,14 @@
 // how many rows it has rewritten, read from the one row of encryption_rotation at scrape time
 // (cheap: the per-key row counts, a scan of every ciphertext, are GET /admin/v1/encryption's).
 import { Gauge, type Registry } from 'prom-client';
+import { rotationProgress } from '../core/crypto/rotation.ts';
 import type { Queryable } from '../db/database.ts';
 
 export function registerEncryptionMetrics(registers: Registry[], db: Queryable, prefix: string): void {
   let last: Promise<{ state: string; target: string; rewritten: number } | null> | null = null;
   // Both gauges read the same row once per scrape.
   const read = () => {
-    last ??= db
-      .query<{ state: string; target: string; rewritten: number }>(
-        `select state, target_key_id as target, rows_rewritten::int8 as rewritten from encryption_rotation`,
-      )
-      .then((r) => r.rows[0] ?? null)
-      .finally(() => setTimeout(() => (last = null), 0));
+    last ??= rotationProgress(db).finally(() => setTimeout(() => (last = null), 0));
     return last;
   };
   new Gauge({

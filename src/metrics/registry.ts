@@ -7,9 +7,10 @@
 // new series per value, and some are secrets.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { BreakerState } from '../activators/circuit-breaker.ts';
-import type { Mode } from '../core/accounts/accounts.ts';
 import type { CoreMetrics } from '../core/context.ts';
+import { countUnfinishedJobs } from '../core/jobs/jobs.ts';
 import type { RequestLogCounters } from '../core/requests/log-writer.ts';
+import { MODES } from '../core/vocabulary.ts';
 import type { Database, DatabaseCounters } from '../db/database.ts';
 import { type BotMetrics, registerBotMetrics } from './bot-metrics.ts';
 import { registerEncryptionMetrics } from './encryption-metrics.ts';
@@ -22,7 +23,6 @@ export type WebhookResult = Parameters<CoreMetrics['webhookAttempt']>[1];
 
 const PREFIX = 'redeem_gateway_';
 const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half_open', 'open'];
-const MODES: readonly Mode[] = ['live', 'test'];
 /** A scrape answers without the jobs gauge rather than hang on a database that does not answer. */
 const JOBS_QUERY_TIMEOUT_MS = 2000;
 
@@ -182,14 +182,10 @@ function registerDatabaseSeries(registers: Registers, db: MetricsOptions['db']):
     async collect() {
       try {
         // Served by the partial index jobs_unfinished: cheap however many jobs have finished.
-        const query = db.query<{ status: 'queued' | 'running'; mode: Mode; n: number }>(
-          `select status, mode, count(*)::int as n from jobs
-            where status in ('queued', 'running') group by status, mode`,
-        );
-        const r = await withTimeout(query, JOBS_QUERY_TIMEOUT_MS);
+        const rows = await withTimeout(countUnfinishedJobs(db), JOBS_QUERY_TIMEOUT_MS);
         for (const status of ['queued', 'running'] as const)
           for (const mode of MODES) this.set({ status, mode }, 0);
-        for (const row of r.rows) this.set({ status: row.status, mode: row.mode }, row.n);
+        for (const row of rows) this.set({ status: row.status, mode: row.mode }, row.n);
       } catch {
         // The database is away or slow: no series rather than stale or zero ones; the scrape
         // still answers with everything else (the pool and request series matter most then).

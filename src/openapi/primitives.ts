@@ -1,6 +1,7 @@
 // The small schemas every body schema is made of: ids, timestamps, money, counts, modes.
 import { CODE_FORMAT } from '../core/redeem/request.ts';
 import { CATEGORIES } from '../core/stock/catalog.ts';
+import { MODES } from '../core/vocabulary.ts';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -18,7 +19,7 @@ export const USD = {
 export const COUNT = { type: 'integer', minimum: 0 };
 export const MODE = {
   type: 'string',
-  enum: ['live', 'test'],
+  enum: [...MODES],
   description: 'From the key prefix: rk_live_ or rk_test_.',
 };
 export const PLAYER_ID = { type: 'string', pattern: '^[0-9]{5,20}$' };

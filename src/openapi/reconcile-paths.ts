@@ -1,6 +1,8 @@
 // The OpenAPI paths and schemas of what a merchant reconciles with (contract 13.6 and 13.7):
 // the webhook event log with redelivery, and statements (JSON or CSV). document.ts hands its
 // response helpers in, so this file needs none of its code at run time.
+
+import { CODE_STATUSES, EVENT_STATES, MODES } from '../core/vocabulary.ts';
 import { EVENT_JOB_ID_FORMAT, EVENT_TYPE_FORMAT } from '../core/webhooks/event-log.ts';
 import type { JsonSchema } from './schemas.ts';
 
@@ -56,11 +58,11 @@ const eventProperties = {
   id: EVENT_ID,
   event: { type: 'string', description: '`redeem.completed` or `redeem.failed`; new types may appear.' },
   job_id: { type: 'string', pattern: '^job_[0-9A-Za-z]{20,}$' },
-  mode: { type: 'string', enum: ['live', 'test'] },
+  mode: { type: 'string', enum: [...MODES] },
   created_at: TIMESTAMP,
   state: {
     type: 'string',
-    enum: ['pending', 'delivered', 'failed'],
+    enum: [...EVENT_STATES],
     description:
       '`pending`: an attempt is still due or in flight; `delivered`: an attempt got a 2xx; `failed`: every ' +
       'automatic attempt used and none got a 2xx.',
@@ -111,7 +113,7 @@ const RedeliveryAccepted: JsonSchema = {
   properties: { ok: { const: true }, request_id: REQUEST_ID, event_id: EVENT_ID },
 };
 
-const CODES = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed'];
+const CODES = [...CODE_STATUSES];
 const counts = (keys: string[]) => Object.fromEntries(keys.map((k) => [k, COUNT]));
 const STATEMENT_COUNTS = ['requests_included', 'requests_overage', 'requests_refunded'];
 const STATEMENT_MONEY = [
@@ -140,7 +142,7 @@ const Statement: JsonSchema = {
   properties: {
     ok: { const: true },
     request_id: REQUEST_ID,
-    mode: { type: 'string', enum: ['live', 'test'] },
+    mode: { type: 'string', enum: [...MODES] },
     currency: { const: 'USD' },
     from: DATE,
     to: DATE,
@@ -188,7 +190,7 @@ export function eventPaths(h: PathHelpers) {
         parameters: [
           query('state', 'Only events in this state.', {
             type: 'string',
-            enum: ['pending', 'delivered', 'failed'],
+            enum: [...EVENT_STATES],
           }),
           query('type', 'Only events of this type (`redeem.completed`, `redeem.failed`).', {
             type: 'string',

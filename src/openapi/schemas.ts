@@ -6,7 +6,9 @@
 // closed (no undocumented field), so a change of shape without a change here fails a test.
 
 import { ERROR_STATUS } from '../core/errors.ts';
+import { ERROR_CODE_OF } from '../core/redeem/outcomes.ts';
 import { MAX_CODES } from '../core/redeem/request.ts';
+import { CODE_STATUSES, DISPOSITIONS, JOB_STATUSES } from '../core/vocabulary.ts';
 import {
   Account,
   Health,
@@ -34,10 +36,8 @@ export const DOCUMENTED_ERROR_STATUS: Record<string, number> = {
   request_timeout: 408,
 };
 
-export const CODE_STATUSES = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed'] as const;
-export const CODE_ERROR_CODES = ['', 'CODE_USED', 'INVALID_CODE', 'CHARACTER_NOT_FOUND', 'ACTIVATION_FAILED'];
-export const DISPOSITIONS = ['consumed', 'deleted', 'kept', 'returned', 'quarantined'];
-export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'interrupted'];
+// The enums are core's one list of each vocabulary (core/vocabulary.ts, redeem/outcomes.ts).
+export const CODE_ERROR_CODES = CODE_STATUSES.map((s) => ERROR_CODE_OF[s]);
 
 export const CodeOutcome: JsonSchema = {
   type: 'object',
@@ -68,7 +68,7 @@ export const CodeOutcome: JsonSchema = {
     },
     disposition: {
       type: 'string',
-      enum: DISPOSITIONS,
+      enum: [...DISPOSITIONS],
       description:
         'consumed / deleted: gone for good. kept: a caller code, still yours. returned: a stock code back ' +
         'in stock. quarantined: the upstream may have consumed it; held until a status check settles it.',
@@ -262,7 +262,7 @@ export const JobView: JsonSchema = {
     job_id: JOB_ID,
     status: {
       type: 'string',
-      enum: JOB_STATUSES,
+      enum: [...JOB_STATUSES],
       description: 'queued → running → completed | failed | interrupted. Tolerate new values.',
     },
     created_at: TIMESTAMP,

@@ -6,9 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
+import { EVENT_STATES } from '../core/vocabulary.ts';
 import {
   EVENT_JOB_ID_FORMAT,
-  EVENT_STATES,
   EVENT_TYPE_FORMAT,
   getEvent,
   listEvents,

@@ -8,7 +8,7 @@ import { accountStateFrom, today } from '../core/accounts/accounts.ts';
 import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
 import { loadKeyJob } from '../core/jobs/jobs.ts';
-import { jobView } from '../core/jobs/view.ts';
+import { jobView } from '../core/redeem/job-view.ts';
 import type { ScopeRule } from '../http/auth.ts';
 import { acceptKeyCheckedInStatement, requestKeyFacts } from '../http/key-checks.ts';
 

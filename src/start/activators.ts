@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { createHttpActivator, type HttpActivator } from '../activators/http.ts';
 import { createSandboxActivator } from '../activators/sandbox.ts';
 import type { Config } from '../config.ts';
-import type { Activator } from '../core/redeem/activator.ts';
+import type { Activator } from '../core/activator.ts';
 import type { Database } from '../db/database.ts';
 import { instrumentActivator } from '../metrics/activator-metrics.ts';
 import type { Metrics } from '../metrics/registry.ts';

@@ -1,6 +1,6 @@
 // The demo of a new embedded database (npm start): a customer with a plan, a funded test wallet, a
 // test key and test-mode stock, so the first curl line works.
-import { createCustomer, setPlan } from '../core/accounts/accounts.ts';
+import { anyCustomer, createCustomer, setPlan } from '../core/accounts/accounts.ts';
 import { appendLedger } from '../core/billing/wallet.ts';
 import type { Clock } from '../core/clock.ts';
 import { randomBase62 } from '../core/ids.ts';
@@ -30,8 +30,7 @@ export async function seedDemo(
   codeKey: Buffer,
 ): Promise<{ customerId: number; key: string } | null> {
   return db.transaction(async (tx) => {
-    const existing = await tx.query('select 1 from customers limit 1');
-    if (existing.rows.length > 0) return null;
+    if (await anyCustomer(tx)) return null;
     const customerId = await createCustomer(tx, 'Demo merchant', clock);
     await setPlan(
       tx,

@@ -7,6 +7,7 @@ import { startRotationLoop } from '../core/crypto/rotation.ts';
 import { INSTANCE_ID, SWEEP_MS } from '../core/instance.ts';
 import { recoverOrphanedJobs } from '../core/jobs/recovery.ts';
 import { type JobWorker, startJobWorker } from '../core/jobs/worker.ts';
+import { redeemJobRunner } from '../core/redeem/job-runner.ts';
 import { sweepOnce } from '../core/sweeper/passes.ts';
 import { startWebhookWorker, type WebhookWorker } from '../core/webhooks/worker.ts';
 import { type Listener, processApplicationName, startListener } from '../db/listener.ts';
@@ -30,7 +31,7 @@ export interface Workers {
  * this process runs, so every running job is orphaned and is settled before the first request.
  */
 export async function startWorkers(ctx: AppContext, config: Config): Promise<Workers> {
-  await recoverOrphanedJobs(ctx, { all: ctx.db.kind === 'pglite' });
+  await recoverOrphanedJobs(ctx, redeemJobRunner, { all: ctx.db.kind === 'pglite' });
   let worker: JobWorker | undefined;
   let webhookWorker: WebhookWorker | undefined;
   let listener: Listener | undefined;
@@ -50,7 +51,7 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
     pollMs: config.WORKER_POLL_MS,
     concurrency: config.WEBHOOK_CONCURRENCY,
   });
-  worker = startJobWorker(ctx, {
+  worker = startJobWorker(ctx, redeemJobRunner, {
     concurrency: config.JOB_CONCURRENCY,
     codeConcurrency: config.CODE_CONCURRENCY,
     pollMs: config.WORKER_POLL_MS,

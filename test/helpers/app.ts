@@ -7,6 +7,7 @@ import { createSandboxActivator } from '../../src/activators/sandbox.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { type JobWorker, startJobWorker } from '../../src/core/jobs/worker.ts';
+import { redeemJobRunner } from '../../src/core/redeem/job-runner.ts';
 import { buildAdminApp } from '../../src/http/admin-app.ts';
 import type { ServerContext } from '../../src/http/context.ts';
 import { buildPublicApp } from '../../src/http/public-app.ts';
@@ -65,7 +66,7 @@ export async function createTestApp(
     metrics: createMetrics({ db: testDb.db, processMetrics: false }),
   };
   let worker: JobWorker | undefined;
-  if (opts.jobWorker !== false) worker = startJobWorker(ctx, { pollMs: 50 });
+  if (opts.jobWorker !== false) worker = startJobWorker(ctx, redeemJobRunner, { pollMs: 50 });
   const api = await buildPublicApp(ctx, registerPublicRoutes);
   // The drift guard: every public response, by inject or over a socket, is checked against the
   // OpenAPI document; a mismatch fails the test that received it (helpers/openapi-check.ts).

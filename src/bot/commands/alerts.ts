@@ -2,8 +2,8 @@
 // threshold, or stops and restarts every alert for this owner. The alerts themselves are sent by
 // the loop in bot/index.ts (core/bot/alerts.ts decides them).
 import type { Bot } from 'grammy';
-import { parseUsd } from '../../core/billing/money.ts';
 import { alertSettings, setAlertSettings } from '../../core/bot/alerts.ts';
+import { parseUsd } from '../../core/money.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
 import { badInput, labelled, usdText } from '../replies.ts';
 import { ownerOnly } from './wallet.ts';

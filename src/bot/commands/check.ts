@@ -2,9 +2,9 @@
 // code without activating it; nothing is billed or counted in the quota. At most
 // BOT_CHECKS_PER_DAY codes per customer and UTC day, counted in the update's own transaction.
 import type { Bot } from 'grammy';
+import type { CodeCheckState } from '../../core/activator.ts';
 import { takeChecks } from '../../core/bot/check-usage.ts';
 import { utcDay } from '../../core/clock.ts';
-import type { CodeCheckState } from '../../core/redeem/activator.ts';
 import { CODE_FORMAT } from '../../core/redeem/request.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
 import { badInput, inMode, maskedCode } from '../replies.ts';

@@ -3,6 +3,7 @@
 // provider is configured, else decided by an operator (routes/admin/topups.ts).
 import type { Bot } from 'grammy';
 import { loadAccountState, spendableMicros, today } from '../../core/accounts/accounts.ts';
+import { recentLedgerEntries } from '../../core/billing/wallet.ts';
 import { telegramActor } from '../../core/bot/links.ts';
 import {
   createTopupRequest,
@@ -42,12 +43,8 @@ async function balanceOf(c: BotContext, customerId: number, mode: 'live' | 'test
 async function wallet(c: BotContext) {
   const person = personOf(c);
   const read = await actOnce(c, 'wallet', async (tx) => {
-    const entries = await tx.query<{ at: Date; kind: string; amount: number }>(
-      `select created_at as at, kind, amount_micros as amount from wallet_ledger
-        where customer_id = $1 and mode = $2 order by id desc limit 10`,
-      [person.customerId, person.mode],
-    );
-    return { entries: entries.rows, pending: await pendingTopups(tx, person.customerId) };
+    const entries = await recentLedgerEntries(tx, person.customerId, person.mode, 10);
+    return { entries, pending: await pendingTopups(tx, person.customerId) };
   });
   if (!read) return;
   const balance = await balanceOf(c, person.customerId, person.mode);

@@ -1,10 +1,8 @@
 // Customers, plans, bot subscriptions and the account record of GET /v1/me.
 import type { Queryable } from '../../db/database.ts';
-import { usdNumber } from '../billing/money.ts';
 import { type Clock, isoUtc, utcDay } from '../clock.ts';
-
-export type Mode = 'live' | 'test';
-export const MODES: readonly Mode[] = ['live', 'test'];
+import { usdNumber } from '../money.ts';
+import type { Mode } from '../vocabulary.ts';
 
 export interface Plan {
   label: string;
@@ -37,6 +35,11 @@ export async function createCustomer(q: Queryable, name: string, clock: Clock): 
     [name, clock.now()],
   );
   return r.rows[0]!.id;
+}
+
+/** Whether any customer exists (the demo seeds an empty database only). */
+export async function anyCustomer(q: Queryable): Promise<boolean> {
+  return (await q.query('select 1 from customers limit 1')).rows.length > 0;
 }
 
 export async function customerExists(q: Queryable, customerId: number): Promise<boolean> {

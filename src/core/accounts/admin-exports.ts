@@ -2,8 +2,9 @@
 // first) as the JSON lists in admin-lists.ts, every page at once (core/csv-export.ts).
 import type { Queryable } from '../../db/database.ts';
 import { allPages, type CsvColumn, toCsv } from '../csv-export.ts';
-import type { Mode } from './accounts.ts';
-import { decodeCursor, type JobFilter, ledgerPage, listJobs } from './admin-lists.ts';
+import { decodeCursor } from '../cursor.ts';
+import type { Mode } from '../vocabulary.ts';
+import { type JobFilter, ledgerPage, listJobs } from './admin-lists.ts';
 
 const PAGE = 500;
 

@@ -2,26 +2,10 @@
 // and a customer's wallet ledger. Each page is read by keyset (the last row's sort key), so a
 // page costs the same at the start and deep into a long history.
 import type { Queryable } from '../../db/database.ts';
-import { usdNumber } from '../billing/money.ts';
 import { isoUtc } from '../clock.ts';
-import type { JobStatus } from '../jobs/jobs.ts';
-import type { Mode } from './accounts.ts';
-
-/** A cursor is opaque to clients: base64url of the last row's sort key. */
-export function encodeCursor(parts: (string | number)[]): string {
-  return Buffer.from(JSON.stringify(parts)).toString('base64url');
-}
-
-/** The parts of a cursor, or null when it is not one of ours. */
-export function decodeCursor(cursor: string): unknown[] | null {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null;
-  try {
-    const parts: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    return Array.isArray(parts) ? parts : null;
-  } catch {
-    return null;
-  }
-}
+import { encodeCursor } from '../cursor.ts';
+import { usdNumber } from '../money.ts';
+import type { JobStatus, Mode } from '../vocabulary.ts';
 
 const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 

@@ -2,9 +2,9 @@
 // one transaction that makes the change and writes its audit row, so the row exists exactly when
 // the change committed.
 import type { Database } from '../../db/database.ts';
-import { usdNumber } from '../billing/money.ts';
 import { type Clock, isoUtc } from '../clock.ts';
 import { ApiError } from '../errors.ts';
+import { usdNumber } from '../money.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import {

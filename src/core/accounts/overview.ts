@@ -4,7 +4,7 @@
 // without one, both modes together. Customers are counted whatever the mode.
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
-import type { Mode } from './accounts.ts';
+import type { Mode } from '../vocabulary.ts';
 
 export async function serviceOverview(q: Queryable, now: Date, mode: Mode | null = null) {
   const r = await q.query<{

@@ -6,21 +6,16 @@
 // the watermark, in one transaction, so two readers never add a job twice.
 import type { Database, Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
-import type { Mode } from './accounts.ts';
+import { CODE_STATUSES, type Mode } from '../vocabulary.ts';
 
 export type Granularity = 'hour' | 'day';
 
-export const OUTCOMES = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed'] as const;
+/** The per-code statuses, counted in this order (core/vocabulary.ts). */
+export const OUTCOMES = CODE_STATUSES;
 
-export interface UsageCounts {
-  activated: number;
-  code_used: number;
-  invalid_code: number;
-  bad_player: number;
-  failed: number;
-  billed: number;
-  refunded: number;
-}
+/** The counted columns, in the order the rollup tables and every answer hold them. */
+const COUNTED = [...OUTCOMES, 'billed', 'refunded'] as const;
+export type UsageCounts = Record<(typeof COUNTED)[number], number>;
 
 /**
  * A job is rolled up only once it was created this long ago: its phase 1 transaction (which
@@ -45,17 +40,14 @@ export function bucketStart(d: Date, g: Granularity): Date {
 }
 
 // The per-outcome counts of a set of done, non-reused job codes `c`.
-const COUNT_COLUMNS = `count(*) filter (where c.status = 'activated')::int as activated,
-  count(*) filter (where c.status = 'code_used')::int as code_used,
-  count(*) filter (where c.status = 'invalid_code')::int as invalid_code,
-  count(*) filter (where c.status = 'bad_player')::int as bad_player,
-  count(*) filter (where c.status = 'failed')::int as failed,
-  count(*) filter (where c.billed is true)::int as billed,
-  count(*) filter (where c.billed is not true)::int as refunded`;
+const COUNT_COLUMNS = [
+  ...OUTCOMES.map((s) => `count(*) filter (where c.status = '${s}')::int as ${s}`),
+  'count(*) filter (where c.billed is true)::int as billed',
+  'count(*) filter (where c.billed is not true)::int as refunded',
+].join(',\n  ');
 
-const SUM_COLUMNS = `sum(activated)::int as activated, sum(code_used)::int as code_used,
-  sum(invalid_code)::int as invalid_code, sum(bad_player)::int as bad_player, sum(failed)::int as failed,
-  sum(billed)::int as billed, sum(refunded)::int as refunded`;
+const SUM_COLUMNS = COUNTED.map((c) => `sum(${c})::int as ${c}`).join(', ');
+const ADDED_COLUMNS = COUNTED.map((c) => `${c} = u.${c} + excluded.${c}`).join(', ');
 
 /**
  * Advances the rollup as far as it safely can (at most `maxSteps` steps); returns the watermark:
@@ -79,17 +71,12 @@ export async function rollUpUsage(db: Database, now: Date, maxSteps = 40): Promi
       if (target <= from.getTime()) return { until: from, done: true };
       for (const [table, column, unit] of ROLLUP_TABLES) {
         await tx.query(
-          `insert into ${table} as u (customer_id, mode, ${column}, activated, code_used, invalid_code, bad_player,
-                                      failed, billed, refunded)
+          `insert into ${table} as u (customer_id, mode, ${column}, ${COUNTED.join(', ')})
            select j.customer_id, j.mode, date_trunc('${unit}', c.finished_at, 'UTC'), ${COUNT_COLUMNS}
              from jobs j join job_codes c on c.job_id = j.id
             where j.created_at >= $1 and j.created_at < $2 and c.state = 'done' and not c.reused
             group by 1, 2, 3
-           on conflict (customer_id, mode, ${column}) do update set
-             activated = u.activated + excluded.activated, code_used = u.code_used + excluded.code_used,
-             invalid_code = u.invalid_code + excluded.invalid_code, bad_player = u.bad_player + excluded.bad_player,
-             failed = u.failed + excluded.failed, billed = u.billed + excluded.billed,
-             refunded = u.refunded + excluded.refunded`,
+           on conflict (customer_id, mode, ${column}) do update set ${ADDED_COLUMNS}`,
           [from, new Date(target)],
         );
       }
@@ -113,15 +100,7 @@ export interface UsageBucket extends UsageCounts {
   start: string;
 }
 
-const zero = (): UsageCounts => ({
-  activated: 0,
-  code_used: 0,
-  invalid_code: 0,
-  bad_player: 0,
-  failed: 0,
-  billed: 0,
-  refunded: 0,
-});
+const zero = (): UsageCounts => Object.fromEntries(COUNTED.map((c) => [c, 0])) as UsageCounts;
 
 type BucketRow = UsageCounts & { bucket: Date };
 

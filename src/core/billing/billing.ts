@@ -5,9 +5,9 @@
 // quarantine settlement all run the same code; these are their wrappers. Each takes the
 // transaction that also records the code's outcome.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { isoUtc, secondsUntilUtcMidnight } from '../clock.ts';
 import { ApiError } from '../errors.ts';
+import type { Mode } from '../vocabulary.ts';
 
 /** Locks the account row of a customer and mode until the transaction ends (made when missing). */
 export async function lockAccount(tx: Queryable, customerId: number, mode: Mode): Promise<void> {

@@ -5,10 +5,10 @@
 // dollars taken; refunds the money given back; every other kind is an adjustment (signed), as
 // statements.ts counts them, so a new kind cannot go missing.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { utcDay } from '../clock.ts';
 import { type CsvColumn, toCsv } from '../csv-export.ts';
-import { usdNumber } from './money.ts';
+import { usdNumber } from '../money.ts';
+import type { Mode } from '../vocabulary.ts';
 import { statementRange } from './statements.ts';
 
 const DAY_MS = 86_400_000;

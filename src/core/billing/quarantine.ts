@@ -5,12 +5,12 @@
 // The settlement itself is the SQL function quarantine_settle (src/db/functions/billing.sql).
 // The outcome the caller was answered stays as recorded, so a replay never changes.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { isoUtc } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import type { Mode } from '../vocabulary.ts';
 
 /** A first check waits this long after the attempt: a slow upstream may still be working on it. */
 export const FIRST_CHECK_AFTER_MS = 60_000;

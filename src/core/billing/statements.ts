@@ -8,11 +8,11 @@
 // days chain, and a statement ending today closes at the ledger balance (the settled balance:
 // holds are not ledger entries).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { OUTCOMES, usageBuckets } from '../accounts/usage.ts';
 import { utcDay } from '../clock.ts';
 import { ApiError } from '../errors.ts';
-import { usdNumber } from './money.ts';
+import { usdNumber } from '../money.ts';
+import type { Mode } from '../vocabulary.ts';
 
 /** The longest range one statement covers, in days (both ends included). */
 export const MAX_STATEMENT_DAYS = 366;

@@ -3,13 +3,14 @@
 // the operator and request), the audit row and the stored answer, so a replay is byte-identical
 // and writes nothing.
 import type { Database } from '../../db/database.ts';
-import { loadAccountState, type Mode, today } from '../accounts/accounts.ts';
+import { loadAccountState, today } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
+import { usdNumber } from '../money.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import type { Mode } from '../vocabulary.ts';
 import { storeAdminAnswer, takeAdminKey } from './admin-idempotency.ts';
-import { usdNumber } from './money.ts';
 import { appendLedger } from './wallet.ts';
 
 /** The largest top-up or adjustment, either sign: one million USD in micro-dollars. */

@@ -2,9 +2,9 @@
 // ledger's sum and is only ever changed by the SQL function that appends the entry
 // (src/db/functions/billing.sql).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
-import { usdNumber } from './money.ts';
+import { usdNumber } from '../money.ts';
+import { MODES, type Mode } from '../vocabulary.ts';
 
 /** A ledger entry to append. */
 export interface LedgerEntry {
@@ -46,13 +46,28 @@ export async function appendLedger(
   return { entryId: r.rows[0]!.entryId };
 }
 
+/** The newest ledger entries of a wallet (the bot's /wallet), newest first. */
+export async function recentLedgerEntries(
+  q: Queryable,
+  customerId: number,
+  mode: Mode,
+  limit: number,
+): Promise<{ at: Date; kind: string; amount: number }[]> {
+  const r = await q.query<{ at: Date; kind: string; amount: number }>(
+    `select created_at as at, kind, amount_micros as amount from wallet_ledger
+      where customer_id = $1 and mode = $2 order by id desc limit $3`,
+    [customerId, mode, limit],
+  );
+  return r.rows;
+}
+
 export async function walletSummary(q: Queryable, customerId: number) {
   const r = await q.query<{ mode: Mode; balance: number; held: number }>(
     'select mode, balance_micros as balance, held_micros as held from accounts where customer_id = $1',
     [customerId],
   );
   const out: Record<string, { balance_usd: number; held_usd: number; spendable_usd: number }> = {};
-  for (const mode of ['live', 'test'] as const) {
+  for (const mode of MODES) {
     const row = r.rows.find((x) => x.mode === mode);
     const balance = row?.balance ?? 0;
     const held = row?.held ?? 0;

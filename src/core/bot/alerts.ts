@@ -6,8 +6,8 @@
 // restarts and processes. It is told again only after it cleared.
 import type { Queryable } from '../../db/database.ts';
 import { loadAccountState, spendableMicros } from '../accounts/accounts.ts';
-import { usdText } from '../billing/money.ts';
 import { utcDay } from '../clock.ts';
+import { usdText } from '../money.ts';
 import { BOT_USER_COLUMNS, type BotUser, botUserFrom } from './links.ts';
 
 export const EXPIRING_WITHIN_MS = 3 * 24 * 3600 * 1000;

@@ -3,12 +3,12 @@
 // and stored only as its sha256; the binding, its link's use and the audit row are one commit.
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { type Clock, isoUtc } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import type { Mode } from '../vocabulary.ts';
 
 export type BotRole = 'owner' | 'staff';
 export const BOT_ROLES: readonly BotRole[] = ['owner', 'staff'];

@@ -4,7 +4,7 @@
 // confirmation row is the redeem's only idempotency: its state moves once from `confirming`, in
 // the transaction that creates the job and records the pressed update.
 import type { Queryable } from '../../db/database.ts';
-import type { AccountState, Mode } from '../accounts/accounts.ts';
+import type { AccountState } from '../accounts/accounts.ts';
 import { loadAccountState } from '../accounts/accounts.ts';
 import { type Clock, utcDay } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
@@ -14,6 +14,7 @@ import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import type { RedeemSelection } from '../redeem/request.ts';
 import { codeParam, drawStock } from '../redeem/start.ts';
 import type { NewCode } from '../redeem/start-result.ts';
+import type { Mode } from '../vocabulary.ts';
 
 /** A press of Redeem later than this runs nothing (14.4). */
 export const CONFIRM_TTL_MS = 10 * 60 * 1000;

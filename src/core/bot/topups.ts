@@ -4,14 +4,14 @@
 // with its audit row, in one transaction: a payment once per Telegram charge id (topup_payments),
 // an approval once per request (its state moves once from `pending`).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
-import { usdNumber } from '../billing/money.ts';
 import { appendLedger } from '../billing/wallet.ts';
 import { type Clock, isoUtc } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
+import { usdNumber } from '../money.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import type { Mode } from '../vocabulary.ts';
 
 export const TOPUP_TTL_MS = 7 * 24 * 3600 * 1000;
 export const MIN_TOPUP_MICROS = 1_000_000;

@@ -22,8 +22,8 @@
 // has its own lookup-hash subkey, so a code's hash depends on the key: codeHashes gives the hash
 // under every ring key, and duplicate detection looks for any of them.
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
+import { pooledRandomBytes } from '../random-pool.ts';
 import { ringOf } from './keyring.ts';
-import { pooledRandomBytes } from './random-pool.ts';
 
 /** Format of a code, after trimming (the same rule for caller codes and stock imports). */
 export const CODE_PATTERN = /^[A-Za-z0-9-]{4,64}$/;

@@ -45,6 +45,16 @@ export interface EncryptionStatus {
 }
 
 /** Stored ciphertexts of every table, counted by the key id they name (`v1` for old values). */
+/** The one row of encryption_rotation as the metrics read it at scrape time; null before any rotation. */
+export async function rotationProgress(
+  q: Queryable,
+): Promise<{ state: string; target: string; rewritten: number } | null> {
+  const r = await q.query<{ state: string; target: string; rewritten: number }>(
+    `select state, target_key_id as target, rows_rewritten::int8 as rewritten from encryption_rotation`,
+  );
+  return r.rows[0] ?? null;
+}
+
 export async function rowsByKeyId(q: Queryable): Promise<Record<string, number>> {
   const r = await q.query<{ kid: string; n: number }>(
     `select kid, sum(n)::int8 as n from (

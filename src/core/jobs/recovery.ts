@@ -1,33 +1,26 @@
-// Finishing what a stopped process left behind (contract sections 4 and 5). A job whose process
-// died (or whose sync request ended in a 5xx) is settled here:
-//   - a code that was out with the upstream is failed, quarantined and refunded (it may have been
-//     consumed: it must not go back to stock, and it is not billed until a status check settles it);
-//   - codes never sent are released: their holds refunded, their stock available again;
-//   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
-//     an async job's key answers 503 job_interrupted from now on.
+// Finding what a stopped process left behind (contract sections 4 and 5): the running jobs
+// without a live owner, taken over and handed to the runner that settles them (the redeem's
+// settleStoppedJob, handed in by the process: jobs/ never imports what it runs).
 
-import { releaseOne } from '../billing/billing.ts';
 import type { RedeemDeps } from '../context.ts';
-import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import { releaseKey } from '../redeem/idempotency-keys.ts';
-import { recordOutcome } from '../redeem/outcome.ts';
-import { retryFor, retryOnConnectionError } from '../retry.ts';
-import { setStockState } from '../stock/stock.ts';
-import { enqueueJobEvent } from '../webhooks/events.ts';
-import { loadJob, loadJobCodes } from './jobs.ts';
-import { stopJob, takeOverOrphanedJobs } from './states.ts';
+import type { JobRunner } from './runner.ts';
+import { takeOverOrphanedJobs } from './states.ts';
 
 /**
  * Takes over and settles every job that is running without a live owner: with `all`, every
  * running job (the embedded database at start, where only this process runs); otherwise those
  * whose lease has run out. Returns the ids settled.
  */
-export async function recoverOrphanedJobs(deps: RedeemDeps, opts: { all: boolean }): Promise<string[]> {
+export async function recoverOrphanedJobs(
+  deps: RedeemDeps,
+  runner: Pick<JobRunner, 'settleStopped'>,
+  opts: { all: boolean },
+): Promise<string[]> {
   const now = deps.clock.now();
   const settled: string[] = [];
   for (const id of await takeOverOrphanedJobs(deps.db, now, opts)) {
     try {
-      await settleStoppedJob(deps, id, 'interrupted');
+      await runner.settleStopped(deps, id, 'interrupted');
       settled.push(id);
     } catch (err) {
       deps.logger.error(
@@ -37,77 +30,4 @@ export async function recoverOrphanedJobs(deps: RedeemDeps, opts: { all: boolean
     }
   }
   return settled;
-}
-
-/** Settles one job that stopped before finishing, as `interrupted` (process gone) or `failed` (crash). */
-export async function settleStoppedJob(
-  deps: RedeemDeps,
-  jobId: string,
-  as: 'interrupted' | 'failed',
-): Promise<void> {
-  const job = await loadJob(deps.db, jobId);
-  if (!job || (job.status !== 'running' && job.status !== 'queued')) return;
-  const rows = await loadJobCodes(deps.db, jobId);
-
-  // Codes that were out with the upstream may have been consumed: failed, quarantined and
-  // refunded (contract section 4). Settling them by a status check is the quarantine settler's job.
-  for (const row of rows.filter((r) => r.state === 'sending')) {
-    await recordOutcome(deps, job, row, { status: 'failed', unknown: true }, 'sending');
-  }
-
-  await deps.db.transaction(async (tx) => {
-    const locked = await tx.query<{ status: string }>('select status from jobs where id = $1 for update', [
-      jobId,
-    ]);
-    if (locked.rows[0]?.status !== 'running' && locked.rows[0]?.status !== 'queued') return;
-    const pending = (await loadJobCodes(tx, jobId)).filter((r) => r.state === 'pending');
-    for (const _ of pending) await releaseOne(tx, jobId);
-    const stockIds = pending.flatMap((r) => (r.stockId === null ? [] : [r.stockId]));
-    await setStockState(tx, stockIds, 'available', deps.clock);
-
-    // Stored without codes (bearer value); the job view adds the recorded outcomes from the rows.
-    const error =
-      as === 'interrupted'
-        ? {
-            error_code: 'job_interrupted',
-            message: 'the job was stopped by a server restart; unused stock and quota were restored',
-          }
-        : { error_code: 'internal', message: 'the job failed on the service side; every hold was released' };
-    await stopJob(tx, jobId, as, error, deps.clock.now());
-    // A sync key is released so the same key can be retried; an async key keeps pointing at
-    // its job, whose state decides the answer (503 job_interrupted, or the 202 replay).
-    if (job.isAsync) {
-      await enqueueJobEvent(tx, job, 'redeem.failed', deps.clock);
-    } else {
-      await releaseKey(tx, job);
-    }
-  });
-}
-
-/**
- * A phase 1 whose commit this process could not confirm (the connection died under it): the
- * request answers 503, and if the job was written after all, its codes were marked `sending` but
- * never sent, which this process knows. Once the database answers again (while the job's lease
- * would still be ours), those codes go back to `pending` and the job is settled as failed, so its
- * holds are released and a retry with the same key sends them: they are not quarantined as if
- * they might have reached the upstream. Runs in the background; never throws.
- */
-export async function settleUnconfirmedStart(deps: RedeemDeps, jobId: string): Promise<void> {
-  try {
-    await retryOnConnectionError(
-      async () => {
-        await deps.db.query(
-          `update job_codes set state = 'pending', started_at = null
-          where job_id = $1 and state = 'sending'
-            and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $2)`,
-          [jobId, INSTANCE_ID],
-        );
-        // Nothing when the job was never written (loadJob finds none) or is no longer running.
-        await settleStoppedJob(deps, jobId, 'failed');
-      },
-      retryFor(LEASE_MS - 5000),
-    );
-  } catch (err) {
-    deps.logger.warn({ err, jobId }, 'could not settle an unconfirmed redeem start; recovery will');
-  }
 }

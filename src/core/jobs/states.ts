@@ -13,7 +13,7 @@
 //   outcome did: a sync job with its key (job_finish_sync, finishSyncJob), an async job with its
 //   webhook event in the outbox (job_finish_async; finishAsyncJob);
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
-//   (stopJob, inside settleStoppedJob of core/recovery.ts, which releases what it held).
+//   (stopJob, inside settleStoppedJob of redeem/settle.ts, which releases what it held).
 import type { Queryable } from '../../db/database.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError } from '../errors.ts';

@@ -5,11 +5,10 @@ import { isConnectionError } from '../../db/database.ts';
 import { startBackgroundLoop } from '../background-loop.ts';
 import type { RedeemDeps } from '../context.ts';
 import { LEASE_MS } from '../instance.ts';
-import { type ExecuteOptions, executeJob } from '../redeem/run.ts';
 import { retryFor, retryOnConnectionError } from '../retry.ts';
 import { settleDisabledCustomerJob } from './disabled-customer.ts';
 import type { JobWithCodes } from './jobs.ts';
-import { settleStoppedJob } from './recovery.ts';
+import type { ExecuteOptions, JobRunner } from './runner.ts';
 import { claimJob, finishAsyncJob, ownUnrunJobs } from './states.ts';
 
 export interface JobWorkerOptions {
@@ -42,6 +41,7 @@ export interface JobWorker {
  */
 export async function runJob(
   deps: RedeemDeps,
+  runner: JobRunner,
   jobId: string,
   opts: ExecuteOptions = {},
   claimed?: JobWithCodes,
@@ -52,7 +52,7 @@ export async function runJob(
     // the lease is surely ours.
     let attempts = 0;
     const run = await retryOnConnectionError(
-      () => executeJob(deps, jobId, opts, attempts++ === 0 ? claimed : undefined),
+      () => runner.execute(deps, jobId, opts, attempts++ === 0 ? claimed : undefined),
       retryFor(LEASE_MS / 3),
     );
     // Usually the commit of the last outcome finished it; not when no code was left to run (a
@@ -71,11 +71,11 @@ export async function runJob(
       return;
     }
     deps.logger.error({ err, jobId }, 'job crashed; marking it failed');
-    await settleStoppedJob(deps, jobId, 'failed');
+    await runner.settleStopped(deps, jobId, 'failed');
   }
 }
 
-export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): JobWorker {
+export function startJobWorker(deps: RedeemDeps, runner: JobRunner, opts: JobWorkerOptions = {}): JobWorker {
   const config = (deps as RedeemDeps & { config?: { JOB_CONCURRENCY?: number; CODE_CONCURRENCY?: number } })
     .config;
   const concurrency = opts.concurrency ?? config?.JOB_CONCURRENCY ?? 4;
@@ -84,7 +84,7 @@ export function startJobWorker(deps: RedeemDeps, opts: JobWorkerOptions = {}): J
   let claimLost = false;
 
   const start = (jobId: string, claimed?: JobWithCodes) => {
-    const run = runJob(deps, jobId, execute, claimed)
+    const run = runJob(deps, runner, jobId, execute, claimed)
       .then(() => opts.onJobEnded?.())
       .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
       .finally(() => {

@@ -1,18 +1,16 @@
 // API keys: issued once, stored only as a SHA-256 digest, looked up by that digest.
-import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
+import { sha256Hex } from '../hash.ts';
 import { newApiKey, newKeyId } from '../ids.ts';
+import type { Mode } from '../vocabulary.ts';
 
 export const SCOPES = ['redeem', 'read'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export const API_KEY_PATTERN = /^rk_(live|test)_[A-Za-z0-9]{32}$/;
-
-export const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 export interface KeyRecord {
   id: string;

@@ -1,8 +1,8 @@
 // The audit log as CSV (issue 36): the same events, filters and order (newest first) as
 // GET /admin/v1/audit, every page at once; `details` as its JSON text.
 import type { Queryable } from '../../db/database.ts';
-import { decodeCursor } from '../accounts/admin-lists.ts';
 import { allPages, type CsvColumn, toCsv } from '../csv-export.ts';
+import { decodeCursor } from '../cursor.ts';
 import { type AuditFilter, auditPage } from './audit.ts';
 
 type Event = Awaited<ReturnType<typeof auditPage>>['events'][number];

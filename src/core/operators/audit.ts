@@ -3,8 +3,8 @@
 // that makes the change, with the transaction handle of that change, so the row exists exactly
 // when the change committed.
 import type { Queryable } from '../../db/database.ts';
-import { encodeCursor } from '../accounts/admin-lists.ts';
 import { type Clock, isoUtc } from '../clock.ts';
+import { encodeCursor } from '../cursor.ts';
 import { randomBase62 } from '../ids.ts';
 import type { Actor } from './actor.ts';
 

@@ -4,8 +4,8 @@ import type { Database, Queryable } from '../../db/database.ts';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
 import { type Clock, isoUtc } from '../clock.ts';
 import { ApiError } from '../errors.ts';
+import { sha256Hex } from '../hash.ts';
 import { randomBase62 } from '../ids.ts';
-import { sha256Hex } from '../keys/keys.ts';
 import { type Actor, type Operator, type OperatorRole, ROOT_OPERATOR } from './actor.ts';
 import { recordAudit } from './audit.ts';
 

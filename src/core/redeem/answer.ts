@@ -6,11 +6,12 @@
 import type { AccountState } from '../accounts/accounts.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError, knownError } from '../errors.ts';
-import { buildResult, type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from '../jobs/jobs.ts';
-import { settleStoppedJob } from '../jobs/recovery.ts';
+import { type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from '../jobs/jobs.ts';
 import { finishSyncJob } from '../jobs/states.ts';
+import { buildResult } from './outcomes.ts';
 import type { RedeemRequest } from './request.ts';
 import { runSyncJob } from './run.ts';
+import { settleStoppedJob } from './settle.ts';
 import { startRedeem } from './start.ts';
 import type { StartAnswer } from './start-result.ts';
 

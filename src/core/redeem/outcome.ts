@@ -1,22 +1,16 @@
 // Recording one code's outcome: its capture or release, its stock state and the activator's
 // memory an activated answer hands back, in one commit (redeem_record_outcome,
 // src/db/functions/redeem.sql); the commit of a job's last outcome also finishes the job. The runs
-// (run.ts) and recovery (core/jobs/recovery.ts) both record through it.
+// (run.ts) and settling a stopped redeem (settle.ts) both record through it.
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
+import type { ActivationMemory } from '../activator.ts';
 import { utcDay } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import {
-  BILLED_STATUSES,
-  type Disposition,
-  dispositionOf,
-  ERROR_CODE_OF,
-  type JobCodeRow,
-  type JobRow,
-  STOCK_STATE_OF,
-} from '../jobs/jobs.ts';
+import type { JobCodeRow, JobRow } from '../jobs/jobs.ts';
 import { retryOnDeadlock } from '../retry.ts';
-import type { ActivationMemory, ActivationStatus } from './activator.ts';
+import type { ActivationStatus, Disposition } from '../vocabulary.ts';
+import { BILLED_STATUSES, dispositionOf, ERROR_CODE_OF, STOCK_STATE_OF } from './outcomes.ts';
 
 /**
  * How the commit of a job's last outcome finishes the job: a sync job with its key (its request's

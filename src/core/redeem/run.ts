@@ -11,21 +11,13 @@ import { decryptCode } from '../crypto/code-crypto.ts';
 import { databaseUnavailable } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import { BILLED_STATUSES, type JobRow, type JobWithCodes, loadJobWithCodes } from '../jobs/jobs.ts';
-import { settleStoppedJob } from '../jobs/recovery.ts';
+import { type JobRow, type JobWithCodes, loadJobWithCodes } from '../jobs/jobs.ts';
+import type { ExecuteOptions } from '../jobs/runner.ts';
 import { extendLease, type Lease } from '../jobs/states.ts';
 import { retryOnConnectionError } from '../retry.ts';
 import { type Finished, type FinishedSync, type FinishWith, type Outcome, recordOutcome } from './outcome.ts';
-
-export interface ExecuteOptions {
-  /** Codes sent at once (CODE_CONCURRENCY, default 5). */
-  codeConcurrency?: number;
-  /**
-   * A sync request answers 503 unavailable once the database has been away this long
-   * (DATABASE_TIMEOUT_MS, default 5000); its codes go on recording in the background.
-   */
-  databaseTimeoutMs?: number;
-}
+import { BILLED_STATUSES } from './outcomes.ts';
+import { settleStoppedJob } from './settle.ts';
 
 /** A code to attempt, as its job's run holds it (the code itself in memory, never logged). */
 export interface CodeToRun {

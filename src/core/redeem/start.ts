@@ -15,7 +15,6 @@ import { ApiError } from '../errors.ts';
 import { newJobId } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import { type JobRow, loadJob, loadJobCodes } from '../jobs/jobs.ts';
-import { settleUnconfirmedStart } from '../jobs/recovery.ts';
 import {
   BURST_LIMIT,
   BURST_WINDOW_MS,
@@ -26,6 +25,7 @@ import {
 import { retryOnDeadlock } from '../retry.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from '../stock/stock.ts';
 import type { RedeemRequest } from './request.ts';
+import { settleUnconfirmedStart } from './settle.ts';
 import { type NewCode, type StartResult, type StartRow, startResult } from './start-result.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -226,7 +226,7 @@ async function startFromStock(
 /**
  * Runs phase 1's commit; when the connection dies under it, whether it committed is unknown, and
  * a job it wrote would hold codes marked `sending` that were never sent: settled in the
- * background once the database answers (core/jobs/recovery.ts settleUnconfirmedStart). The request gets the
+ * background once the database answers (settle.ts settleUnconfirmedStart). The request gets the
  * connection error (503 unavailable).
  */
 async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Promise<T>): Promise<T> {

@@ -2,9 +2,9 @@
 // `request_log_days`, the query handle first. Rows are written in batches by log-writer.ts, read
 // by the operator (GET /admin/v1/requests, the console, the CLI) and deleted by the sweeper.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
-import { encodeCursor } from '../accounts/admin-lists.ts';
 import { isoUtc } from '../clock.ts';
+import { encodeCursor } from '../cursor.ts';
+import type { Mode } from '../vocabulary.ts';
 
 /** One refused or failed answer of the public API: what the request was, never what it carried. */
 export interface RequestLogEntry {

@@ -1,11 +1,12 @@
 // The operator's stock import (contract 10, 13.2): the codes and the audit row in one
 // transaction. The audit row holds the counts, never a code.
 import type { Database, Queryable } from '../../db/database.ts';
-import { customerExists, type Mode } from '../accounts/accounts.ts';
+import { customerExists } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import type { Mode } from '../vocabulary.ts';
 import { type ImportIssue, importIssues } from './import-issues.ts';
 import { type ImportResult, importStock } from './stock.ts';
 

@@ -3,7 +3,6 @@
 // across every customer and mode. Every function takes the query handle first, so it runs inside
 // or outside the caller's transaction.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { lockAccount } from '../billing/billing.ts';
 import type { Clock } from '../clock.ts';
 import {
@@ -15,6 +14,7 @@ import {
   encryptCode,
   normaliseCode,
 } from '../crypto/code-crypto.ts';
+import type { Mode } from '../vocabulary.ts';
 import { CATALOG_UC, CATEGORIES, categoryUc, isCategory } from './catalog.ts';
 import { chooseForUc, type Pick } from './chooser.ts';
 

@@ -6,6 +6,7 @@ import { pruneUpdates } from '../bot/updates.ts';
 import type { AppContext } from '../context.ts';
 import { recoverOrphanedJobs } from '../jobs/recovery.ts';
 import { purgeExpiredKeys } from '../redeem/idempotency-keys.ts';
+import { redeemJobRunner } from '../redeem/job-runner.ts';
 import { sweepRequestLog } from '../requests/request-log.ts';
 import { sweepRetention } from './retention.ts';
 
@@ -21,7 +22,7 @@ export interface SweepPass {
 
 export const SWEEP_PASSES: SweepPass[] = [
   // Jobs whose process stopped (their lease ran out): settled as interrupted.
-  { name: 'job recovery', run: (ctx) => recoverOrphanedJobs(ctx, { all: false }) },
+  { name: 'job recovery', run: (ctx) => recoverOrphanedJobs(ctx, redeemJobRunner, { all: false }) },
   { name: 'idempotency key purge', run: (ctx) => purgeExpiredKeys(ctx.db, ctx.clock.now()) },
   { name: 'quarantine check', run: (ctx) => checkQuarantined(ctx) },
   // The bot's record of updates acted on: Telegram redelivers an update for 24 hours at most.

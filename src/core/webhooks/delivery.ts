@@ -7,7 +7,7 @@
 import type { LookupAddress } from 'node:dns';
 import { Agent, request } from 'undici';
 import { redactQueryValues } from '../../logger.ts';
-import { jobEventData } from '../jobs/view.ts';
+import { jobEventData } from '../redeem/job-view.ts';
 import { attemptErrorClass } from './attempt-errors.ts';
 import { claimDueEventsFairly } from './fair-claim.ts';
 import { runDueRedeliveries } from './redelivery.ts';

@@ -10,17 +10,15 @@
 // Paging is by keyset on (created_at, id), newest first: events written while a client pages
 // are newer than its cursor, so they never shift a later page (no gaps, no repeats).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
-import { encodeCursor } from '../accounts/admin-lists.ts';
 import { isoUtc } from '../clock.ts';
-import { type JobEvent, jobEventData } from '../jobs/view.ts';
+import { encodeCursor } from '../cursor.ts';
+import { jobEventData } from '../redeem/job-view.ts';
+import type { EventState, JobEvent, Mode } from '../vocabulary.ts';
 import { type AttemptErrorClass, attemptErrorClass } from './attempt-errors.ts';
 
-export type EventState = 'pending' | 'delivered' | 'failed';
 /** The list's filters by type and by job id (the route checks them; the OpenAPI document says them). */
 export const EVENT_TYPE_FORMAT = /^[a-z][a-z0-9._]{0,63}$/;
 export const EVENT_JOB_ID_FORMAT = /^job_[A-Za-z0-9]{20,64}$/;
-export const EVENT_STATES = ['pending', 'delivered', 'failed'] as const;
 
 export interface EventFilter {
   /** The event's customer; a merchant's key always names one, the operator's list may not (null: every customer). */

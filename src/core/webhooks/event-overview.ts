@@ -3,8 +3,8 @@
 // and the receiver's last error as the sender recorded it; and one customer's registered
 // receivers with their recent success rate. Read-only; the event log itself is event-log.ts.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import { type Clock, isoUtc } from '../clock.ts';
+import type { Mode } from '../vocabulary.ts';
 import { type EventFilter, type EventRecord, listEvents } from './event-log.ts';
 
 /** What a receiver's recent success rate counts: attempts that started in the last 24 hours. */

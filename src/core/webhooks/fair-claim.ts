@@ -10,8 +10,7 @@
 //   live before test, then the customer whose last claim is the oldest (webhook_claim_turns).
 // Only each receiver's first few due events are candidates, found by a skip scan over the
 // pending index, so a claim costs the same behind a backlog of a hundred or of a million.
-import type { Mode } from '../accounts/accounts.ts';
-import type { JobEvent } from '../jobs/view.ts';
+import type { JobEvent, Mode } from '../vocabulary.ts';
 import {
   type ClaimedEvent,
   type Deps,

@@ -12,13 +12,13 @@
 // (error `connection`) and not sent again, since the receiver may have got it; the merchant sees
 // that attempt and may ask again. One row per request, so an attempt is never doubled.
 import type { Database, Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
-import { jobEventData } from '../jobs/view.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
+import { jobEventData } from '../redeem/job-view.ts';
+import type { Mode } from '../vocabulary.ts';
 import { attemptErrorClass } from './attempt-errors.ts';
 import { type ClaimedRedelivery, claimDueRedeliveries } from './fair-claim.ts';
 import { loadRegistration } from './registration.ts';

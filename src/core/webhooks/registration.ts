@@ -2,11 +2,11 @@
 // once, in the registration answer, and kept encrypted at rest because it signs deliveries:
 // under its own subkey, bound to its customer and mode (code-crypto.ts).
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { decryptSecret, encryptSecret } from '../crypto/code-crypto.ts';
 import { ApiError } from '../errors.ts';
 import { newWebhookSecret } from '../ids.ts';
+import type { Mode } from '../vocabulary.ts';
 import { type LookupFn, parseWebhookUrl, resolveWebhookTarget } from './url-guard.ts';
 
 export const SIGNATURE_NOTE =

@@ -1,9 +1,9 @@
 // The webhook worker's shared shapes, in a file of their own so that the sender (delivery.ts),
 // redeliveries (redelivery.ts), the fair claim and the worker loop (worker.ts) all import them
 // without importing each other in a circle.
-import type { Mode } from '../accounts/accounts.ts';
+
 import type { AppContext } from '../context.ts';
-import type { JobEvent } from '../jobs/view.ts';
+import type { JobEvent, Mode } from '../vocabulary.ts';
 import type { LookupFn } from './url-guard.ts';
 
 export interface WebhookWorkerOptions {

@@ -1,5 +1,5 @@
 -- The account wing: the billing lock and the one account view. Applied after the migrations at
--- every start when this file's text changed (src/db/functions.ts); `create or replace` only.
+-- every start when this file's text changed (applyFunctions); `create or replace` only.
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
 -- PL/pgSQL where a caller runs it often (it keeps its plans per connection); language sql where
 -- the function is to be inlined into the caller's query (account_row).
@@ -18,8 +18,8 @@ begin
 end $$;
 
 -- The one account view: what billing, the quota headers and GET /v1/me need about one customer
--- in one mode on one day, as the camelCase fields of core/accounts/accounts.ts AccountRow. No row for no
--- such customer. Language sql, stable and set-returning, so PostgreSQL inlines it into the
+-- in one mode on one day, as the camelCase fields of the AccountRow type. No row for no such
+-- customer. Language sql, stable and set-returning, so PostgreSQL inlines it into the
 -- calling query (GET /v1/me joins it to the key): the same plan as the joins written out.
 create or replace function account_row(p_customer bigint, p_mode text, p_day date)
 returns table ("disabled" boolean, "subRequired" boolean, "subExpiresAt" timestamptz, "label" text,

@@ -4,8 +4,8 @@
 --   usage_record   a customer's daily usage (requests held or billed, and of those the overage);
 --   quarantine_settle  a quarantined code found used or unused.
 -- Hold, capture and release (and through them the redeem, recovery and async paths) call them; so
--- do core/billing/wallet.ts (top-ups, the admin API and the demo seed) and core/billing/quarantine.ts.
--- test/no-direct-money-writes.test.ts fails when TypeScript writes these tables itself.
+-- do the wallet's top-ups (the admin API and the demo seed) and the quarantine settler. A test
+-- (no direct money writes) fails when TypeScript writes these tables itself.
 -- Lock order everywhere: the account row, then the job row (or daily_usage, stock rows).
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
 

@@ -1,4 +1,4 @@
--- The burst limit's take (core/keys/burst-limit.ts explains the window): accepted and recorded when
+-- The burst limit's take (takeBurstSlot explains the window): accepted and recorded when
 -- fewer than p_limit requests of the key were accepted in (now - window, now]. The key's row
 -- stays locked until the calling transaction ends. One row (ok, hits), so a PL/pgSQL caller
 -- assigns it as an expression (`v := f(...)` runs as a simple expression, `select ... from f(...)`

@@ -1,4 +1,4 @@
--- The jobs wing: finishing a job and reading its codes (core/jobs/states.ts, core/jobs/jobs.ts).
+-- The jobs wing: finishing a job and reading its codes (finishAsyncJob, finishSyncJob, loadJobWithCodes).
 -- Business time comes from the caller (the service's clock), never from now().
 
 -- Finishes a sync job still run by p_owner, its key answering p_status (200 when a code was
@@ -57,7 +57,7 @@ begin
 end $$;
 
 -- A job's codes in one scan: whether all are done, whether one was activated, and the codes as
--- the camelCase fields core/jobs/jobs.ts builds results from, in position order. The outcome
+-- the camelCase fields of JobCodeRow that results are built from, in position order. The outcome
 -- that finishes a sync job needs all three (redeem_record_outcome: one statement, not two).
 create or replace function job_codes_scan(p_job text, out all_done boolean, out activated boolean, out codes jsonb)
 language plpgsql stable as $$

@@ -28,7 +28,7 @@ drop function if exists redeem_create_job(text, bigint, text, timestamptz, date,
 -- when asked, locks the account and reads the idempotency key. Returns the key's verdict:
 -- conflict, in_progress, interrupted, replay, or new (with the released job to resume, if any).
 -- Typed arguments, here and below, not a jsonb bag: PostgreSQL checks each value's type at the
--- call (one round trip either way); core/redeem/start.ts passes them in this order.
+-- call (one round trip either way); startRedeem passes them in this order.
 create or replace function redeem_begin(
   p_key_id text, p_check_key boolean, p_burst boolean, p_now_ms bigint, p_window_ms bigint, p_limit bigint,
   p_customer bigint, p_mode text, p_now timestamptz, p_idempotency_key text, p_fingerprint text) returns jsonb
@@ -114,7 +114,7 @@ declare
   c jsonb;
 begin
   -- The codes still to attempt, in position order: those whose outcome an earlier job of the
-  -- same key has not recorded. p_codes comes in position order (core/redeem/start.ts): a new
+  -- same key has not recorded. p_codes comes in position order (startRedeem): a new
   -- key's codes are all of them, with no query (issue 22: one statement less per redeem).
   if v_previous is null then
     v_todo_codes := p_codes;
@@ -234,14 +234,14 @@ end $$;
 -- {"recorded": false} when the outcome was recorded already (by recovery racing a slow
 -- process): never billed twice.
 -- p_memory_*: the activator's memory an activated answer rests on (the sandbox's, contract
--- section 9; ActivationOutcome.memory in core/redeem/activator.ts), written here, in the
+-- section 9; the activator's ActivationOutcome.memory), written here, in the
 -- outcome's commit. When it is there already (the code was activated before, or by a request
 -- that committed first), the answer was wrong: the outcome recorded, billed and set in stock is
--- p_used_* (code_used, as core/jobs/jobs.ts maps it), and the answer says {"remembered": true}.
+-- p_used_* (code_used, as dispositionOf maps it), and the answer says {"remembered": true}.
 -- A row is written under p_memory_code_hash (the keyring's first key) and found under
 -- p_memory_older_hashes too (the ring's other keys: a row written before a key rotation).
 -- Typed arguments, not a jsonb bag: PostgreSQL checks each value's type at the call (one round
--- trip either way), and core/redeem/outcome.ts recordOutcome passes them in this order.
+-- trip either way), and recordOutcome passes them in this order.
 create or replace function redeem_record_outcome(
   p_job text, p_position integer, p_from_state text, p_status text, p_error_code text, p_disposition text,
   p_billed boolean, p_category text, p_uc integer, p_now timestamptz, p_lease_until timestamptz,

@@ -1,4 +1,4 @@
--- Wake-ups across processes (src/db/listener.ts): the database notifies every listening process
+-- Wake-ups across processes (startListener): the database notifies every listening process
 -- when an async job is queued or a webhook event is written, whichever process wrote it, so an
 -- idle worker elsewhere starts at once instead of at its next poll. NOTIFY is sent at commit, and
 -- identical notifications of one transaction are sent once. The payload is the writing

@@ -1,6 +1,6 @@
 -- The webhook wing.
 
--- The webhook outbox (core/webhooks/events.ts): an event row for a job, only when the customer
+-- The webhook outbox (enqueueJobEvent and job_finish_async write to it): an event row for a job, only when the customer
 -- has a webhook registered for that mode, and never for a bot redeem (contract 14.4: the chat
 -- is told instead). Returns whether one was written.
 create or replace function webhook_event_enqueue(p_id text, p_customer bigint, p_mode text, p_job text, p_event text,

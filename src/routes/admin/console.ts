@@ -13,7 +13,7 @@ import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
 import { AUDIT_ACTIONS } from '../../core/operators/audit.ts';
-import { EVENT_STATES } from '../../core/webhooks/event-log.ts';
+import { EVENT_STATES } from '../../core/vocabulary.ts';
 import { parseBody } from './validation.ts';
 
 const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../console');

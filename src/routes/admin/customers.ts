@@ -12,9 +12,9 @@ import {
   setPlanAs,
   setSubscriptionAs,
 } from '../../core/accounts/customer-changes.ts';
-import { customerDetail } from '../../core/accounts/customer-detail.ts';
-import { parseUsd } from '../../core/billing/money.ts';
+import { customerDetail } from '../../core/admin-views/customer-detail.ts';
 import type { AppContext } from '../../core/context.ts';
+import { parseUsd } from '../../core/money.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { idCursor, limitParam, parseQuery } from './query.ts';
 import { customerIdParam, existingCustomerParam, isoTimestamp, parseBody } from './validation.ts';

@@ -6,6 +6,7 @@ import { jobsCsv } from '../../core/accounts/admin-exports.ts';
 import { listJobs } from '../../core/accounts/admin-lists.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { JOB_STATUSES } from '../../core/vocabulary.ts';
 import { formatParam, sendCsv, wantsCsv } from './csv.ts';
 import { cursorParam, customerIdQuery, isoQuery, limitParam, parseQuery } from './query.ts';
 import { modeSchema } from './validation.ts';
@@ -19,7 +20,7 @@ const jobCursor = cursorParam((p) => {
 const jobsQuery = z.strictObject({
   customer_id: customerIdQuery.optional(),
   mode: modeSchema.optional(),
-  status: z.enum(['queued', 'running', 'completed', 'failed', 'interrupted']).optional(),
+  status: z.enum(JOB_STATUSES).optional(),
   // A player id as POST /v1/redeem takes it (contract section 3: 5 to 20 digits).
   player_id: z
     .string()

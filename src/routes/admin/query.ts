@@ -1,7 +1,7 @@
 // Query-string validation of the admin list endpoints: one strict schema per endpoint (an
 // unknown or repeated parameter is 400 bad_request naming it), and the pieces they share.
 import { z } from 'zod';
-import { decodeCursor } from '../../core/accounts/admin-lists.ts';
+import { decodeCursor } from '../../core/cursor.ts';
 import { ApiError } from '../../core/errors.ts';
 
 export const limitParam = (max: number, fallback: number) =>

@@ -4,9 +4,9 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { loadAccountState, today } from '../../core/accounts/accounts.ts';
-import { usdNumber, usdText } from '../../core/billing/money.ts';
 import { approveTopup, listTopupRequests, rejectTopup, topupView } from '../../core/bot/topups.ts';
 import { ApiError } from '../../core/errors.ts';
+import { usdNumber, usdText } from '../../core/money.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import type { ServerContext } from '../../http/context.ts';
 import { parseBody } from './validation.ts';

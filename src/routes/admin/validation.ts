@@ -2,9 +2,10 @@
 import { z } from 'zod';
 import { customerExists } from '../../core/accounts/accounts.ts';
 import { ApiError } from '../../core/errors.ts';
+import { MODES } from '../../core/vocabulary.ts';
 import type { Queryable } from '../../db/database.ts';
 
-export const modeSchema = z.enum(['live', 'test']);
+export const modeSchema = z.enum(MODES);
 export const isoTimestamp = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
 /** Parses `body` with `schema`, or throws 400 bad_request naming the first bad field. */

@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { ledgerCsv } from '../../core/accounts/admin-exports.ts';
 import { ledgerPage } from '../../core/accounts/admin-lists.ts';
 import { ADMIN_IDEMPOTENCY_KEY } from '../../core/billing/admin-idempotency.ts';
-import { parseUsd } from '../../core/billing/money.ts';
 import {
   changeWallet,
   MAX_WALLET_CHANGE_MICROS,
@@ -14,6 +13,7 @@ import {
 } from '../../core/billing/wallet-changes.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { parseUsd } from '../../core/money.ts';
 import { requestFingerprint } from '../../core/redeem/request.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { formatParam, sendCsv, wantsCsv } from './csv.ts';

@@ -1,7 +1,5 @@
 // The seam to the game's redemption backend (contract section 9).
-import type { Mode } from '../accounts/accounts.ts';
-
-export type ActivationStatus = 'activated' | 'code_used' | 'invalid_code' | 'bad_player' | 'failed';
+import type { ActivationStatus, Mode } from './vocabulary.ts';
 
 export interface ActivationOutcome {
   status: ActivationStatus;

@@ -1,9 +1,11 @@
 // What callers see of an async job: GET /v1/jobs/{id}, its redeem result, its error body, and
 // the `data` of its webhook events. All are built from the job's rows when asked, and every code
-// in them goes through codeResults (jobs.ts), where stock codes are masked (contract 12.1).
+// in them goes through codeResults (outcomes.ts), where stock codes are masked (contract 12.1).
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
-import { buildResult, codeResults, type JobCodeRow, type JobRow, loadJobWithCodes } from './jobs.ts';
+import { type JobCodeRow, type JobRow, loadJobWithCodes } from '../jobs/jobs.ts';
+import type { JobEvent } from '../vocabulary.ts';
+import { buildResult, codeResults } from './outcomes.ts';
 
 /** The redeem result of a completed job (contract section 3, plus job_id). */
 export function jobResultBody(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
@@ -45,8 +47,6 @@ export function jobView(job: JobRow, rows: JobCodeRow[], codeKey: Buffer, reques
     error: job.status === 'failed' || job.status === 'interrupted' ? jobErrorBody(job, rows, codeKey) : null,
   };
 }
-
-export type JobEvent = 'redeem.completed' | 'redeem.failed';
 
 /** The `data` of a job's webhook event, built now from the job's rows; null for an unknown job. */
 export async function jobEventData(q: Queryable, codeKey: Buffer, jobId: string, event: JobEvent) {

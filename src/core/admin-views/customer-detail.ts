@@ -1,13 +1,14 @@
 // GET /admin/v1/customers/{id} (contract 10): the customer, plan, subscription, keys (no
 // secrets), wallets, today's usage and stock counts per mode, in one answer.
 import type { Queryable } from '../../db/database.ts';
+import { loadAccountState, subscriptionView, today } from '../accounts/accounts.ts';
+import { planView } from '../accounts/customer-changes.ts';
 import { walletSummary } from '../billing/wallet.ts';
 import { type Clock, isoUtc } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { listKeys } from '../keys/keys.ts';
 import { stockSummary } from '../stock/stock.ts';
-import { loadAccountState, MODES, subscriptionView, today } from './accounts.ts';
-import { planView } from './customer-changes.ts';
+import { MODES } from '../vocabulary.ts';
 
 const iso = (d: Date | null) => (d ? isoUtc(d) : null);
 

@@ -6,14 +6,14 @@
 // (hot-path) statement is parsed once per database handle, as `pg` prepares it once per
 // connection, and then only bound and run; PostgreSQL keeps its plan. The numbers: bench/README.md,
 // "Issue 22: the embedded database's statements, and its own thread". This runs on that thread
-// (src/db/pglite-worker.ts), and on the bench's own for the SQL alone.
+// (src/db/pglite/worker.ts), and on the bench's own for the SQL alone.
 import { PGlite, parse, types as pgliteTypes, type Results } from '@electric-sql/pglite';
 // The `pg` client's message writer: PGlite bundles an older copy whose bind of a hot-path
 // statement's 27 values took ~33 µs against ~5 µs here.
 import { serialize } from 'pg-protocol';
-import { parseInt8 } from './int8.ts';
-import { pgliteStartParams } from './pglite-memory.ts';
-import type { WireValue } from './wire-values.ts';
+import { parseInt8 } from '../int8.ts';
+import type { WireValue } from '../wire-values.ts';
+import { pgliteStartParams } from './memory.ts';
 
 const SYNC = serialize.sync();
 const DESCRIBE_PORTAL = serialize.describe({ type: 'P' });

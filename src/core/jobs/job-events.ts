@@ -1,12 +1,12 @@
-// The webhook outbox: an event row is written in the transaction that ends an async job, only
-// when the customer has a webhook registered for that mode (SQL function webhook_event_enqueue,
-// src/db/functions/, which an async job's finish calls in the same statement). The webhook worker
-// delivers it.
+// A job's event in the webhook outbox: an event row is written in the transaction that ends an
+// async job, only when the customer has a webhook registered for that mode (SQL function
+// webhook_event_enqueue, which an async job's finish, job_finish_async, calls in the same
+// statement; this is its caller for a job stopped from TypeScript). The webhook worker
+// (webhooks/) delivers it.
 import type { Queryable } from '../../db/database.ts';
-import type { Mode } from '../accounts/accounts.ts';
 import type { Clock } from '../clock.ts';
 import { newEventId } from '../ids.ts';
-import type { JobEvent } from '../jobs/view.ts';
+import type { JobEvent, Mode } from '../vocabulary.ts';
 
 export async function enqueueJobEvent(
   tx: Queryable,

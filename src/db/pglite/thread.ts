@@ -1,4 +1,4 @@
-// The serving thread's end of the embedded database's own thread (src/db/pglite-worker.ts):
+// The serving thread's end of the embedded database's own thread (src/db/pglite/worker.ts):
 // requests and replies by number, a reference on the worker only while a reply is awaited (an
 // idle database never keeps the process alive, as PGlite on this thread did not), and every
 // awaited reply rejected if the thread dies.
@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { WireValue } from './wire-values.ts';
+import type { WireValue } from '../wire-values.ts';
 
 export interface PgliteWorkerData {
   dataDir: string | undefined;
@@ -103,14 +103,14 @@ function newWorker(data: PgliteWorkerData): Worker {
   // process after a redeem load at the same rate (bench/README.md, "Issue 22: the embedded
   // database's statements, and its own thread").
   const options = { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: 16 } };
-  if (!here.endsWith('.ts')) return new Worker(new URL('./pglite-worker.js', here), options);
+  if (!here.endsWith('.ts')) return new Worker(new URL('./worker.js', here), options);
   // tsx's ESM entry, as its package declares it (import.meta.resolve is not offered under vitest).
   const require = createRequire(here);
   const pkg = require('tsx/package.json') as { exports: Record<string, { import: { default: string } }> };
   const tsx = pathToFileURL(
     join(dirname(require.resolve('tsx/package.json')), pkg.exports['./esm/api']!.import.default),
   ).href;
-  const entry = new URL('./pglite-worker.ts', here).href;
+  const entry = new URL('./worker.ts', here).href;
   const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
   return new Worker(boot, { ...options, eval: true });
 }

@@ -2,15 +2,15 @@
 // runs wherever it is called: on the serving thread, every statement's time was time that
 // thread could not parse HTTP, hash codes or write answers, and a redeem's statements are most
 // of its cost. Here it runs on a worker thread of the same process, so the two overlap on two
-// cores. src/db/pglite-thread.ts is the other end; the messages are typed there.
+// cores. src/db/pglite/thread.ts is the other end; the messages are typed there.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { gzip } from 'node:zlib';
-import { releaseSeedMemory } from './pglite-memory.ts';
-import { createPglite, pgliteRunner } from './pglite-statements.ts';
-import type { PgliteReply, PgliteRequest, PgliteWorkerData } from './pglite-thread.ts';
+import { releaseSeedMemory } from './memory.ts';
+import { createPglite, pgliteRunner } from './statements.ts';
+import type { PgliteReply, PgliteRequest, PgliteWorkerData } from './thread.ts';
 
 const port = parentPort!;
 const gzipAsync = promisify(gzip);

@@ -1,0 +1,30 @@
+// What the job worker and recovery run: the business that queued the job (the redeem), handed
+// in by the process (src/start/workers.ts hands redeem/job-runner.ts), so that jobs/ keeps the
+// rows and their life (claim, lease, finish, stop) and never imports what it runs.
+import type { RedeemDeps } from '../context.ts';
+import type { JobWithCodes } from './jobs.ts';
+
+export interface ExecuteOptions {
+  /** Codes sent at once (CODE_CONCURRENCY, default 5). */
+  codeConcurrency?: number;
+  /**
+   * A sync request answers 503 unavailable once the database has been away this long
+   * (DATABASE_TIMEOUT_MS, default 5000); its codes go on recording in the background.
+   */
+  databaseTimeoutMs?: number;
+}
+
+export interface JobRunner {
+  /**
+   * Runs every pending code of a claimed job (`claimed`: the job as its claim read it). Resolves
+   * whether the commit of its last outcome finished the job (else the worker finishes it).
+   */
+  execute(
+    deps: RedeemDeps,
+    jobId: string,
+    opts: ExecuteOptions,
+    claimed?: JobWithCodes,
+  ): Promise<{ finished: boolean }>;
+  /** Settles a job that stopped before finishing: `interrupted` (its process gone) or `failed` (a crash). */
+  settleStopped(deps: RedeemDeps, jobId: string, as: 'interrupted' | 'failed'): Promise<void>;
+}
