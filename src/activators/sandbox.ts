@@ -13,7 +13,8 @@ import { CATALOG_UC } from '../core/stock/catalog.ts';
 import type { Mode } from '../core/vocabulary.ts';
 import type { Queryable } from '../db/database.ts';
 
-export const SANDBOX_SLOW_MS = 2000;
+/** How late a SLOW code is answered when the caller names no delay (the SANDBOX_SLOW_MS setting's default). */
+const DEFAULT_SLOW_MS = 2000;
 
 /** A caller code reports a category when it ends in -<size> of the catalog (GIFT-AB12CD-660). */
 function categoryOf(code: string): { category: string | null; uc: number | null } {
@@ -36,12 +37,12 @@ export function memoryHashes(codeKey: Buffer, code: string): { codeHash: string;
 export function createSandboxActivator(deps: {
   db: Queryable;
   codeKey: Buffer;
-  /** How late a SLOW code is answered (default 2000 ms). */
+  /** How late a SLOW code is answered: the SANDBOX_SLOW_MS setting (config.ts). */
   slowMs?: number;
   /** A pause before every answer, like a real upstream's latency (default 0). */
   delayMs?: number;
 }): Activator {
-  const slowMs = deps.slowMs ?? SANDBOX_SLOW_MS;
+  const slowMs = deps.slowMs ?? DEFAULT_SLOW_MS;
   const delayMs = deps.delayMs ?? 0;
   /** The player the memory holds for an activated code, or null. */
   const rememberedPlayer = async (mode: Mode, code: string) => {

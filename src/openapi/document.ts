@@ -22,8 +22,10 @@ function buildDocument() {
         '`status`, `error_code` and `disposition` values and new fields. An unknown path is `404 not_found` ' +
         'and a known path with another method `405 method_not_allowed` (with Allow), with or without a key. ' +
         '4xx answers do not succeed on retry; 429 and 5xx do (same Idempotency-Key). Test keys (`rk_test_`) ' +
-        'use a deterministic sandbox: a player id starting with 000 is bad_player; a code containing USED, ' +
-        'INVALID, FAIL, TIMEOUT or SLOW gets that outcome; anything else activates once.',
+        'use a deterministic sandbox: a player id starting with 000 is bad_player; a code containing USED ' +
+        'is code_used, INVALID invalid_code, FAIL failed, TIMEOUT failed with the outcome unknown (the code ' +
+        'quarantined); a code containing SLOW activates after a delay; anything else activates once. A code ' +
+        'ending in -<size> of the catalog (e.g. -660) reports that category and its uc; without one, `uc` is null.',
     },
     servers: [{ url: '/', description: 'This service' }],
     security: KEYED,
