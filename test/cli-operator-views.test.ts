@@ -2,10 +2,9 @@
 // with each event's customer and the receiver's last error), `customers webhooks ID` (key: value
 // lines, the URL's query values masked) and `money` (a table, --csv, --json), against a
 // listening admin app with real HTTPS receivers.
-import { Readable } from 'node:stream';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { adminMain } from '../src/cli/admin.ts';
-import { ADMIN_TOKEN, createMerchant, type Merchant } from './helpers/app.ts';
+import { listenAdmin, runAdminCli } from './helpers/admin-cli.ts';
+import { createMerchant, type Merchant } from './helpers/app.ts';
 import { eventKit } from './helpers/event-kit.ts';
 
 const kit = eventKit();
@@ -15,9 +14,7 @@ let failedId: string;
 let port: number;
 
 beforeAll(async () => {
-  await kit.t.admin.listen({ host: '127.0.0.1', port: 0 });
-  const addr = kit.t.admin.server.address();
-  url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  url = await listenAdmin(kit.t.admin);
   failing = await createMerchant(kit.t, { topup: { test: 3 } });
   const bad = await kit.newReceiver();
   bad.fallback = 500;
@@ -31,17 +28,7 @@ beforeAll(async () => {
   }
 });
 
-async function cli(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await adminMain(args, {
-    env: { ADMIN_URL: url, ADMIN_TOKEN },
-    stdout: (s) => out.push(s),
-    stderr: (s) => err.push(s),
-    stdin: Readable.from([]),
-  });
-  return { code, stdout: out.join(''), stderr: err.join('') };
-}
+const cli = (args: string[]) => runAdminCli(url, args);
 
 describe('operator views in the CLI', () => {
   test('events all: failed events of every customer as one table', async () => {

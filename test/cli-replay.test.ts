@@ -2,32 +2,19 @@
 // sent again under the same --idempotency-key is answered from the first request
 // (SVC-Idempotent-Replay: true) and writes nothing; --json carries `replayed`, text says
 // "(replayed)" instead of "topped up" again. Against a listening admin app and its database.
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { adminMain } from '../src/cli/admin.ts';
-import { ADMIN_TOKEN, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import { listenAdmin, runAdminCli } from './helpers/admin-cli.ts';
+import { createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 
 let t: TestApp;
 let url: string;
 beforeAll(async () => {
   t = await createTestApp();
-  await t.admin.listen({ host: '127.0.0.1', port: 0 });
-  const addr = t.admin.server.address();
-  url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  url = await listenAdmin(t.admin);
 });
 afterAll(() => t.close());
 
-async function cli(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await adminMain(args, {
-    env: { ADMIN_URL: url, ADMIN_TOKEN },
-    stdout: (s) => out.push(s),
-    stderr: (s) => err.push(s),
-    stdin: Readable.from([]),
-  });
-  return { code, stdout: out.join(''), stderr: err.join('') };
-}
+const cli = (args: string[]) => runAdminCli(url, args);
 
 const entries = async (customerId: number) =>
   (

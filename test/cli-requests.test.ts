@@ -1,32 +1,19 @@
 // The CLI of issue 36: `admin requests` (the request log, filtered) and `admin lookup ID`, and
 // `admin jobs list --player`, against a listening admin app.
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { adminMain } from '../src/cli/admin.ts';
-import { ADMIN_TOKEN, bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
+import { listenAdmin, runAdminCli } from './helpers/admin-cli.ts';
+import { bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 import { redeem, uniqueCode } from './helpers/redeem.ts';
 
 let t: TestApp;
 let url: string;
 beforeAll(async () => {
   t = await createTestApp({ jobWorker: false });
-  await t.admin.listen({ host: '127.0.0.1', port: 0 });
-  const addr = t.admin.server.address();
-  url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  url = await listenAdmin(t.admin);
 });
 afterAll(() => t.close());
 
-async function cli(args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await adminMain(args, {
-    env: { ADMIN_URL: url, ADMIN_TOKEN },
-    stdout: (s) => out.push(s),
-    stderr: (s) => err.push(s),
-    stdin: Readable.from([]),
-  });
-  return { code, stdout: out.join(''), stderr: err.join('') };
-}
+const cli = (args: string[]) => runAdminCli(url, args);
 
 describe('admin requests and admin lookup', () => {
   test('lists a customer’s refusals by status, error code and request id, as text and JSON', async () => {

@@ -2,9 +2,8 @@
 // answer, the customer's keys refused while disabled and accepted again at once, one audit row
 // `customer.enable` per success (none for a refusal), a viewer refused, and the CLI's
 // `admin customers enable` (text and --json) against a listening admin app.
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { adminMain } from '../src/cli/admin.ts';
+import { listenAdmin, runAdminCli } from './helpers/admin-cli.ts';
 import {
   ADMIN_TOKEN,
   adminCall,
@@ -18,23 +17,11 @@ let t: TestApp;
 let url: string;
 beforeAll(async () => {
   t = await createTestApp();
-  await t.admin.listen({ host: '127.0.0.1', port: 0 });
-  const addr = t.admin.server.address();
-  url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  url = await listenAdmin(t.admin);
 });
 afterAll(() => t.close());
 
-async function cli(args: string[], token = ADMIN_TOKEN) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await adminMain(args, {
-    env: { ADMIN_URL: url, ADMIN_TOKEN: token },
-    stdout: (s) => out.push(s),
-    stderr: (s) => err.push(s),
-    stdin: Readable.from([]),
-  });
-  return { code, stdout: out.join(''), stderr: err.join('') };
-}
+const cli = (args: string[], token = ADMIN_TOKEN) => runAdminCli(url, args, token);
 
 const me = (key: string) => t.api.inject({ method: 'GET', url: '/v1/me', headers: bearer(key) });
 const post = (path: string, token = ADMIN_TOKEN) =>
