@@ -75,7 +75,10 @@ describe.skipIf(!haveChromium)('the customer page in Chromium', () => {
         `/admin/v1/audit?customer_id=${m.customerId}`,
       )
     ).events.map((e) => e.action);
+  // A fresh document each time: going to the same address with only its hash again would keep
+  // the last test's page (and its flash) in place.
   const open = async () => {
+    await page.goto('about:blank');
     await page.goto(`${base}/console#/customers/${m.customerId}`);
     await page.waitForSelector('[data-table=ledger] tbody tr');
   };
@@ -125,7 +128,7 @@ describe.skipIf(!haveChromium)('the customer page in Chromium', () => {
     await page.fill('[data-form=plan] input[name=daily_limit]', '20');
     await page.fill('[data-form=plan] input[name=per_request_usd]', '0.25');
     await page.click('[data-form=plan] button[type=submit]');
-    await page.waitForSelector('[data-flash]');
+    await page.waitForSelector('[data-flash]:text-is("Plan set.")');
     expect(dialogs).toEqual([
       `Set the plan of customer ${m.customerId} to "silver": 20 a day included, $0.25 a request, overage billed, active?`,
     ]);
