@@ -1,7 +1,8 @@
-// The service's own response headers (contract section 8), in one place both the apps and the
-// routes import: the API version every answer carries, and the quota and balance headers of an
-// identified key.
+// The service's own response headers (contract sections 6 and 8), in one place both the apps and
+// the routes import: the API version every answer carries, the quota and balance headers of an
+// identified key, and its burst window's RateLimit headers.
 import { remainingToday, spendableMicros } from '../core/accounts/accounts.ts';
+import type { BurstSlot } from '../core/keys/burst-limit.ts';
 import { formatUsd } from '../core/money.ts';
 
 export const API_VERSION = '1.0.0';
@@ -22,4 +23,14 @@ export function setAccountHeaders(
   reply.header('SVC-Quota-Used', String(used));
   reply.header('SVC-Quota-Remaining', String(remainingToday(state)));
   reply.header('SVC-Balance-Usd', formatUsd(spendableMicros(state)));
+}
+
+/** The RateLimit headers of a key's burst window (contract section 6). */
+export function setRateLimitHeaders(
+  reply: { header(name: string, value: string): unknown },
+  slot: BurstSlot,
+) {
+  reply.header('RateLimit-Limit', String(slot.limit));
+  reply.header('RateLimit-Remaining', String(slot.remaining));
+  reply.header('RateLimit-Reset', String(slot.resetSec));
 }

@@ -12,7 +12,7 @@ import type { AccountState } from '../core/accounts/accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
-import { rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
+import { peekBurstSlot, rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
 import { createKnownKeyDigests } from '../core/keys/known-key-digests.ts';
@@ -20,8 +20,7 @@ import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
 import type { UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
 import { windowLimitedError } from '../core/limits/window-limit.ts';
 import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
-import { installBurstLimit, setBurstHeadersUncounted, setRateLimitHeaders } from './burst-limit.ts';
-import { setAccountHeaders } from './headers.ts';
+import { setAccountHeaders, setRateLimitHeaders } from './headers.ts';
 import { quickHook } from './quick-hook.ts';
 
 export interface KeyChecks {
@@ -122,6 +121,55 @@ export function installKeyChecks(
       if (!slot.allowed) throw rateLimitedError(slot);
     },
   };
+}
+
+/**
+ * The burst limit on the routes that ask for it (`config: { burstLimit: true }`; contract section 6:
+ * POST /v1/redeem only), as an onRequest hook registered after authentication, so it counts
+ * identified keys only and answers before the body is read or validated.
+ */
+function installBurstLimit(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'clock'>): void {
+  app.addHook(
+    'onRequest',
+    quickHook((request, reply) => {
+      if (!request.routeOptions.config.burstLimit) return;
+      // Left to the route's own statement (or to KeyChecks.settle when it never runs).
+      if (request.routeOptions.config.burstInStatement) {
+        request.burstPending = true;
+        return;
+      }
+      const key = request.auth;
+      // The auth hook answers before this one for a route without a key; a burst-limited route
+      // without `auth` would be a wiring mistake, and an unidentified caller has no window.
+      if (!key) throw new Error('burstLimit route without an authenticated key');
+      return takeSlot(ctx, key.id, reply);
+    }),
+  );
+}
+
+async function takeSlot(ctx: Pick<AppContext, 'db' | 'clock'>, keyId: string, reply: FastifyReply) {
+  const slot = await takeBurstSlot(ctx.db, keyId, ctx.clock.now());
+  setRateLimitHeaders(reply, slot);
+  if (!slot.allowed) throw rateLimitedError(slot);
+}
+
+/**
+ * The RateLimit headers of an identified key refused before the burst hook (403
+ * unknown_customer, ip_denied, scope_denied): the key's window as it stands, this request not
+ * counted (a refused request is not accepted). Best effort: the 403 is the answer either way.
+ */
+async function setBurstHeadersUncounted(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const key = request.auth;
+  if (!key) return;
+  try {
+    setRateLimitHeaders(reply, await peekBurstSlot(ctx.db, key.id, ctx.clock.now()));
+  } catch (err) {
+    request.log.warn({ err }, 'could not read the burst window for the RateLimit headers');
+  }
 }
 
 /** The key a `keyCheckedInStatement` route hands to its statement: identified, or from the cache. */

@@ -6,8 +6,7 @@ import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
 import { answerRedeem, type RedeemAnswer, type RedeemInput } from '../core/redeem/answer.ts';
 import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem/request.ts';
-import { setRateLimitHeaders } from '../http/burst-limit.ts';
-import { setAccountHeaders } from '../http/headers.ts';
+import { setAccountHeaders, setRateLimitHeaders } from '../http/headers.ts';
 import { type KeyChecks, keyPassedInStatement, requestKeyFacts } from '../http/key-checks.ts';
 
 export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyChecks: KeyChecks) {
