@@ -3,8 +3,14 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BURST_LIMIT, BURST_WINDOW_MS, burstSlotFrom, takeBurstSlot } from '../src/core/keys/burst-limit.ts';
-import { takeWindowSlot, type WindowRule } from '../src/core/limits/window-limit.ts';
+import {
+  BURST_LIMIT,
+  BURST_WINDOW_MS,
+  burstSlotFrom,
+  takeBurstSlot,
+  takeWindowSlot,
+  type WindowRule,
+} from '../src/core/limits/window-limit.ts';
 import { type Database, openPostgres } from '../src/db/database.ts';
 import { bearer, createMerchant, createTestApp, type TestApp } from './helpers/app.ts';
 

@@ -2,7 +2,7 @@
 // the routes import: the API version every answer carries, the quota and balance headers of an
 // identified key, and its burst window's RateLimit headers.
 import { remainingToday, spendableMicros } from '../core/accounts/accounts.ts';
-import type { BurstSlot } from '../core/keys/burst-limit.ts';
+import type { BurstSlot } from '../core/limits/window-limit.ts';
 import { formatUsd } from '../core/money.ts';
 
 export const API_VERSION = '1.0.0';

@@ -12,13 +12,17 @@ import type { AccountState } from '../core/accounts/accounts.ts';
 import type { Clock } from '../core/clock.ts';
 import type { AppContext } from '../core/context.ts';
 import { ApiError } from '../core/errors.ts';
-import { peekBurstSlot, rateLimitedError, takeBurstSlot } from '../core/keys/burst-limit.ts';
 import { createKeyCache, type KeyFacts } from '../core/keys/key-cache.ts';
 import { ipAllowed, type KeyRecord } from '../core/keys/keys.ts';
 import { createKnownKeyDigests } from '../core/keys/known-key-digests.ts';
 import { paced, type RefusalPace } from '../core/limits/refusal-pace.ts';
 import type { UnknownKeyLimit } from '../core/limits/unknown-key-limit.ts';
-import { windowLimitedError } from '../core/limits/window-limit.ts';
+import {
+  peekBurstSlot,
+  rateLimitedError,
+  takeBurstSlot,
+  windowLimitedError,
+} from '../core/limits/window-limit.ts';
 import { authenticate, authorize, checkKeyState, keyDigest, type ScopeRule, scopeAllowed } from './auth.ts';
 import { setAccountHeaders, setRateLimitHeaders } from './headers.ts';
 import { quickHook } from './quick-hook.ts';

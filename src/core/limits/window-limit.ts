@@ -1,8 +1,16 @@
 // One limiter for every door (contract 6 and 13.8): a sliding-window log kept in the database,
-// shared by every server process on it. It is the burst limit's own mechanism: the SQL function
-// burst_take over the table burst_windows (one row per counted subject, rewritten by one upsert
-// that locks it). Each limit names its bucket with a prefix (`read:`, `webhook:`, `redeliver:`),
-// so the redeem burst windows (keyed by bare key ids, `key_…`) are never shared with them.
+// shared by every server process on it; its first rule is the burst limit (contract section 6),
+// at most 30 accepted requests per API key in any sliding 10-second window.
+//
+// The window is a log of accepted request times kept in one row per counted subject
+// (burst_windows), rewritten by the SQL function burst_take. One upsert decides and records a
+// take: ON CONFLICT DO UPDATE locks the subject's row, so concurrent takes of one subject (from any
+// process or pool) run one after another, each seeing the row the previous one committed. The same
+// statement drops times that left the window, so a row holds at most `limit` times and the work
+// per call is bounded. A single statement is its own transaction: one round trip, and the lock is
+// held only for that statement. Each limit but the burst limit names its bucket with a prefix
+// (`read:`, `webhook:`, `redeliver:`), so the burst windows (keyed by bare key ids, `key_…`) are
+// never shared with them.
 import type { Queryable } from '../../db/database.ts';
 import { ApiError } from '../errors.ts';
 
@@ -142,6 +150,74 @@ export function windowLimitedError(
   return new ApiError(
     'rate_limited',
     `more than ${rule.limit} ${rule.what} in ${rule.windowMs / 1000} seconds; retry after ${sec} s`,
+    { retry_after_sec: sec },
+    { 'Retry-After': String(sec) },
+  );
+}
+
+// The burst limit: each API key's own window, keyed by its bare id.
+
+/** Requests accepted per key in any window. */
+export const BURST_LIMIT = 30;
+/** Length of the sliding window. */
+export const BURST_WINDOW_MS = 10_000;
+
+export interface BurstSlot {
+  allowed: boolean;
+  limit: typeof BURST_LIMIT;
+  /** Slots left after this request. */
+  remaining: number;
+  /** Whole seconds, rounded up, until the oldest counted request leaves the window; 0 if none. */
+  resetSec: number;
+  /** On a refusal: whole seconds (at least 1) after which a request is accepted. */
+  retryAfterSec?: number;
+}
+
+// The take is the SQL function burst_take (src/db/functions/burst.sql), also run inside a redeem's phase 1.
+// A time counts while it is in (now - window, now]; a time after `now` (another process's clock
+// running ahead) counts too, so clock skew between processes can only make the limit stricter,
+// never let a 31st through.
+/**
+ * Takes one burst slot for `keyId` at `now`: accepted and recorded when fewer than 30 requests
+ * of the key were accepted in (now - 10 s, now]; refused otherwise, and a refusal is not
+ * recorded. Run it on the database handle, not inside a longer transaction: the key's row stays
+ * locked until the surrounding transaction ends.
+ */
+export async function takeBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
+  const nowMs = now.getTime();
+  const r = await q.query<{ ok: boolean; hits: Array<number | string> }>(
+    'select ok, hits from burst_take($1, $2, $3, $4)',
+    [keyId, nowMs, BURST_WINDOW_MS, BURST_LIMIT],
+    'burst_take',
+  );
+  const row = r.rows[0];
+  if (!row) throw new Error('burst limit upsert returned no row');
+  // pg returns bigint[] elements as strings, PGlite as numbers.
+  return burstSlotFrom(row.ok, row.hits.map(Number), nowMs);
+}
+
+/** The key's window at `now` without taking a slot (for the headers of a refused request). */
+export async function peekBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
+  const r = await q.query<{ hitsMs: Array<number | string> }>(
+    `select hits_ms as "hitsMs" from burst_windows where key_id = $1`,
+    [keyId],
+  );
+  return burstSlotFrom(true, (r.rows[0]?.hitsMs ?? []).map(Number), now.getTime());
+}
+
+/** The answer for a verdict and the key's counted times after it (this request's included). */
+export function burstSlotFrom(allowed: boolean, countedMs: readonly number[], nowMs: number): BurstSlot {
+  // The window arithmetic of every limit lives once, above (windowSlotFrom).
+  const { fullUntilMs: _, ...slot } = windowSlotFrom(allowed, countedMs, nowMs, BURST_LIMIT, BURST_WINDOW_MS);
+  return slot as BurstSlot;
+}
+
+/** The contract's 429 for a refused slot. */
+export function rateLimitedError(slot: BurstSlot): ApiError {
+  const sec = slot.retryAfterSec ?? 1;
+  return new ApiError(
+    'rate_limited',
+    `more than ${slot.limit} requests in 10 seconds for this key; retry after ${sec} s`,
     { retry_after_sec: sec },
     { 'Retry-After': String(sec) },
   );

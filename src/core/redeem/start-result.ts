@@ -7,7 +7,7 @@ import type { Caller } from '../context.ts';
 import { codeLast4 } from '../crypto/code-crypto.ts';
 import { ApiError } from '../errors.ts';
 import { LEASE_MS } from '../instance.ts';
-import { type BurstSlot, burstSlotFrom, rateLimitedError } from '../keys/burst-limit.ts';
+import { type BurstSlot, burstSlotFrom, rateLimitedError } from '../limits/window-limit.ts';
 import type { RedeemRequest } from './request.ts';
 import type { CodeToRun, RunningJob } from './run.ts';
 

@@ -21,7 +21,7 @@ import {
   type BurstSlot,
   rateLimitedError,
   takeBurstSlot,
-} from '../keys/burst-limit.ts';
+} from '../limits/window-limit.ts';
 import { retryOnDeadlock } from '../retry.ts';
 import { type ReservedCode, reserveForUc, reserveStock } from '../stock/stock.ts';
 import type { RedeemRequest } from './request.ts';
