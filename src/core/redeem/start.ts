@@ -23,7 +23,7 @@ import {
   takeBurstSlot,
 } from '../limits/window-limit.ts';
 import { retryOnDeadlock } from '../retry.ts';
-import { type ReservedCode, reserveForUc, reserveStock } from '../stock/stock.ts';
+import { reserveForUc, reserveStock } from '../stock/stock.ts';
 import type { RedeemRequest } from './request.ts';
 import { settleUnconfirmedStart } from './settle.ts';
 import { type NewCode, type StartResult, type StartRow, startResult } from './start-result.ts';
@@ -273,47 +273,42 @@ async function codesToAttempt(
   jobId: string,
   previous: JobRow | null,
 ): Promise<NewCode[] | null> {
-  const reserve = (picks: { category: string; count: number }[]) =>
-    reserveStock(tx, deps.codeKey, { ...caller, picks, reservedBy: jobId }, deps.clock);
-  /** Stock codes placed at the given positions, in order. */
-  const placed = (codes: ReservedCode[] | null, positions: number[]) =>
-    codes?.map((c, i) => ({
-      position: positions[i]!,
-      code: c.code,
-      stockId: c.stockId,
-      category: c.category,
-      uc: c.uc,
-    })) ?? null;
-
+  let draw: { packs: { category: string; count: number }[] } | { uc: number } = req;
+  let positions: number[] | undefined;
   if (previous) {
     const pending = (await loadJobCodes(tx, previous.id)).filter((r) => r.state !== 'done');
-    const positions = pending.map((r) => r.position);
-    const picks: { category: string; count: number }[] = [];
+    if (pending.length === 0) return [];
+    const packs: { category: string; count: number }[] = [];
     for (const r of pending) {
-      const last = picks.at(-1);
+      const last = packs.at(-1);
       if (last && last.category === r.category) last.count += 1;
-      else picks.push({ category: r.category!, count: 1 });
+      else packs.push({ category: r.category!, count: 1 });
     }
-    return picks.length ? placed(await reserve(picks), positions) : [];
+    draw = { packs };
+    positions = pending.map((r) => r.position);
   }
-  return drawStock(tx, deps, caller, req, jobId);
+  return drawStock(tx, deps, caller, draw, jobId, positions);
 }
 
-/** Reserves fresh stock for a new job's packs or uc (the chooser's draw); null when stock runs short. */
+/**
+ * Reserves fresh stock for a new job's packs or uc (the chooser's draw), placed at `positions`
+ * in order (a new job's: 0, 1, …); null when stock runs short.
+ */
 export async function drawStock(
   tx: Queryable,
   deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
   caller: Caller,
   req: { packs: { category: string; count: number }[] } | { uc: number },
   jobId: string,
+  positions?: readonly number[],
 ): Promise<NewCode[] | null> {
   const drawn =
     'packs' in req
       ? await reserveStock(tx, deps.codeKey, { ...caller, picks: req.packs, reservedBy: jobId }, deps.clock)
       : await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock);
   return (
-    drawn?.map((c, position) => ({
-      position,
+    drawn?.map((c, i) => ({
+      position: positions ? positions[i]! : i,
       code: c.code,
       stockId: c.stockId,
       category: c.category,
