@@ -6,7 +6,7 @@
 import type { AccountState } from '../accounts/accounts.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError, knownError } from '../errors.ts';
-import { type JobCodeRow, type JobRow, loadJobCodes, loadJobWithCodes } from '../jobs/jobs.ts';
+import { type JobCodeRow, loadJobCodes, loadJobWithCodes } from '../jobs/jobs.ts';
 import { finishSyncJob } from '../jobs/states.ts';
 import { buildResult } from './outcomes.ts';
 import type { RedeemRequest } from './request.ts';
@@ -60,7 +60,7 @@ export async function answerRedeem(
         ...headers,
       };
     const { job, codes } = (await loadJobWithCodes(deps.db, started.jobId))!;
-    const body = resultBody(job, codes, deps, started.requestId);
+    const body = buildResult(job, codes, deps.codeKey, { request_id: started.requestId });
     return {
       kind: 'result',
       status: started.status,
@@ -89,7 +89,7 @@ export async function answerRedeem(
     }
     const view = { ...job, reference: input.request.reference };
     const sent = input.request.source === 'codes' ? input.request.codes : undefined;
-    const body = resultBody(view, rows, deps, input.requestId, sent);
+    const body = buildResult(view, rows, deps.codeKey, { request_id: input.requestId }, sent);
     return {
       kind: 'result',
       status,
@@ -110,16 +110,4 @@ export async function answerRedeem(
       knownError(err) ?? new ApiError('internal', 'internal error; retry with the same Idempotency-Key');
     return { kind: 'refused', error, ...after };
   }
-}
-
-/** The sync result body: `ok` and `request_id` first, as in the contract's example. */
-function resultBody(
-  job: Pick<JobRow, 'customerId' | 'mode' | 'source' | 'playerId' | 'reference'>,
-  rows: JobCodeRow[],
-  deps: Pick<RedeemDeps, 'codeKey'>,
-  requestId: string,
-  sent?: readonly string[],
-) {
-  const { ok, ...rest } = buildResult(job, rows, deps.codeKey, sent);
-  return { ok, request_id: requestId, ...rest };
 }

@@ -9,8 +9,7 @@ import { buildResult, codeResults } from './outcomes.ts';
 
 /** The redeem result of a completed job (contract section 3, plus job_id). */
 export function jobResultBody(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
-  const { ok, ...rest } = buildResult(job, rows, codeKey);
-  return { ok, request_id: job.requestId, job_id: job.id, ...rest };
+  return buildResult(job, rows, codeKey, { request_id: job.requestId, job_id: job.id });
 }
 
 /** The error body of a failed or interrupted job, with job_id (and, when interrupted, the outcomes recorded before the stop). */

@@ -99,14 +99,15 @@ export function codeResults(
 }
 
 /**
- * A job's result body (contract section 3; the caller adds request_id, and job_id for jobs).
- * `sent`: the caller's codes of the request being answered, by position (a fresh sync answer),
- * shown as sent instead of decrypted.
+ * A job's result body (contract section 3): `ok` first, then `ids` (request_id, and job_id for a
+ * job's view), as in the contract's example. `sent`: the caller's codes of the request being
+ * answered, by position (a fresh sync answer), shown as sent instead of decrypted.
  */
-export function buildResult(
+export function buildResult<Ids extends { request_id: string | null }>(
   job: Pick<JobRow, 'customerId' | 'mode' | 'source' | 'playerId' | 'reference'>,
   rows: JobCodeRow[],
   codeKey: Buffer,
+  ids: Ids,
   sent?: readonly string[],
 ) {
   const codes = codeResults(job, rows, codeKey, sent);
@@ -120,6 +121,7 @@ export function buildResult(
   }
   return {
     ok: summary.activated > 0,
+    ...ids,
     player_id: job.playerId,
     mode: job.mode,
     source: job.source,
