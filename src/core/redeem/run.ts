@@ -220,6 +220,8 @@ async function attemptCode(
 ): Promise<{ billed: boolean; finished: Finished | null }> {
   const { db, clock } = deps;
   const code = row.code();
+  // The state the outcome is recorded from: `sending` once the code is out with the upstream.
+  let from: 'pending' | 'sending' = 'sending';
   if (row.state === 'pending') {
     // The mark carries its own time, so a retry after a lost answer recognises its own mark.
     const markedAt = clock.now();
@@ -243,27 +245,28 @@ async function attemptCode(
       if (marked.rowCount === 0) return { billed: false, finished: null };
     } catch (err) {
       if (!isPgError(err, PG_UNIQUE_VIOLATION)) throw err;
-      // The same code is out with the upstream for another request: never send it twice at once.
-      const recorded = await whileLeased(deps, retry, 'recording an outcome', () =>
-        recordOutcome(deps, job, row, { status: 'failed', unknown: false }, 'pending', finish),
-      );
-      return { billed: false, finished: recorded?.finished ?? null };
+      from = 'pending';
     }
   }
   let outcome: Outcome;
-  try {
-    outcome = await deps
-      .activatorFor(job.mode)
-      .activate({ mode: job.mode, code, playerId: job.playerId, customerId: job.customerId });
-  } catch (err) {
-    // The code may have reached the upstream: its fate is unknown until a status check.
-    deps.logger.warn({ err, jobId: job.id, code: `…${row.last4}` }, 'activator call failed');
-    outcome = { status: 'failed', unknown: true };
+  if (from === 'pending') {
+    // The same code is out with the upstream for another request: never send it twice at once.
+    outcome = { status: 'failed', unknown: false };
+  } else {
+    try {
+      outcome = await deps
+        .activatorFor(job.mode)
+        .activate({ mode: job.mode, code, playerId: job.playerId, customerId: job.customerId });
+    } catch (err) {
+      // The code may have reached the upstream: its fate is unknown until a status check.
+      deps.logger.warn({ err, jobId: job.id, code: `…${row.last4}` }, 'activator call failed');
+      outcome = { status: 'failed', unknown: true };
+    }
   }
   // The answer is known: it is recorded as soon as the database lets us, while the job is ours,
   // with the activator's memory it rests on (an activation remembered already is code_used).
   const recorded = await whileLeased(deps, retry, 'recording an outcome', () =>
-    recordOutcome(deps, job, row, outcome, 'sending', finish),
+    recordOutcome(deps, job, row, outcome, from, finish),
   );
   // Recorded already: most likely by this very commit, whose answer the connection lost.
   if (!recorded) return { billed: BILLED_STATUSES.has(outcome.status), finished: null };
