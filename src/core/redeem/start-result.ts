@@ -1,15 +1,22 @@
-// The verdict of phase 1's statement (redeem_start, or redeem_begin and redeem_create_job), as
-// what the caller acts on: a refusal with its error, a replay, a recheck of the key, or a started
-// job with the codes to run.
-import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
-import { type BillingRefusal, billingRefusalError } from '../billing/billing.ts';
-import type { Caller } from '../context.ts';
-import { codeLast4 } from '../crypto/code-crypto.ts';
-import { ApiError } from '../errors.ts';
-import { LEASE_MS } from '../instance.ts';
-import { type BurstSlot, burstSlotFrom, rateLimitedError } from '../limits/window-limit.ts';
-import type { RedeemRequest } from './request.ts';
+// Phase 1's words (start.ts): the checks it is handed besides the request, the verdict row of its
+// statement (redeem_start, or redeem_begin and redeem_create_job), and that verdict as what the
+// caller acts on (start.ts startResult): a refusal with its error, a replay, a recheck of the key,
+// or a started job with the codes to run.
+import type { AccountRow, AccountState } from '../accounts/accounts.ts';
+import type { BillingRefusal } from '../billing/billing.ts';
+import type { ApiError } from '../errors.ts';
+import type { BurstSlot } from '../limits/window-limit.ts';
 import type { CodeToRun, RunningJob } from './run.ts';
+
+/** What phase 1 checks besides the request (absent: nothing; tests start jobs directly). */
+export interface StartChecks {
+  /** The API key: re-checked (revocation, customer state) with `recheckKey`, and its burst slot. */
+  keyId: string;
+  /** The key came from the in-process cache: check it again inside the statement that runs. */
+  recheckKey: boolean;
+  /** Take the key's burst slot (contract section 6) in the same commit. */
+  burst: boolean;
+}
 
 export type StartResult =
   | { kind: 'replay'; jobId: string; status: number; requestId: string; answer: StartAnswer }
@@ -59,78 +66,3 @@ export type StartRow =
       account?: AccountRow;
     }
   | (BillingRefusal & { kind?: undefined; hits?: number[] | null; account?: AccountRow });
-
-export function startResult(
-  caller: Caller,
-  req: RedeemRequest,
-  row: StartRow,
-  now: Date,
-  codes: NewCode[],
-  burst: BurstSlot | null = null,
-): StartResult {
-  if (row.kind === 'recheck') return { kind: 'recheck' };
-  const slot =
-    burst ??
-    (row.hits ? burstSlotFrom(row.kind !== 'rate_limited', row.hits.map(Number), now.getTime()) : null);
-  const answer: StartAnswer = {
-    burst: slot,
-    account: 'account' in row && row.account ? accountStateFrom(caller.customerId, row.account) : null,
-  };
-  const refused = (error: ApiError): StartResult => ({ kind: 'refused', error, answer });
-  switch (row.kind) {
-    case 'rate_limited':
-      return refused(rateLimitedError(slot!));
-    case 'conflict':
-      return refused(
-        new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request'),
-      );
-    case 'in_progress':
-      return refused(
-        new ApiError(
-          'idempotency_in_progress',
-          'an identical request is still running',
-          {},
-          { 'Retry-After': '1' },
-        ),
-      );
-    case 'interrupted':
-      return refused(
-        new ApiError('job_interrupted', 'the job was stopped by a server restart; retry with a new key', {
-          job_id: row.job_id,
-        }),
-      );
-    case 'replay':
-      return { kind: 'replay', jobId: row.job_id, status: row.status, requestId: row.request_id, answer };
-    case 'new':
-      throw new Error('redeem_begin verdict handled by the caller');
-    case 'started': {
-      // The codes of the new job still to attempt, as phase 1 wrote them (reused ones are done).
-      const sending = new Set(row.sending);
-      const byPosition = new Map(codes.map((c) => [c.position, c]));
-      const todo: CodeToRun[] = row.todo.map((position) => {
-        const c = byPosition.get(position)!;
-        return {
-          position,
-          code: () => c.code,
-          last4: codeLast4(c.code),
-          stockId: c.stockId,
-          category: c.category,
-          uc: c.uc,
-          state: sending.has(position) ? 'sending' : 'pending',
-        };
-      });
-      const job: RunningJob = {
-        id: row.job_id,
-        ...caller,
-        playerId: req.playerId,
-        source: req.source,
-        isAsync: req.async,
-        leaseExpiresAt: req.async ? null : new Date(now.getTime() + LEASE_MS),
-        channel: 'api',
-      };
-      return { kind: 'started', jobId: row.job_id, job, todo, answer };
-    }
-    default:
-      return refused(billingRefusalError(row, now));
-  }
-}

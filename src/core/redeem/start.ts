@@ -8,6 +8,8 @@
 // (src/db/functions/). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
 
 import { isConnectionError, type Queryable } from '../../db/database.ts';
+import { accountStateFrom } from '../accounts/accounts.ts';
+import { billingRefusalError } from '../billing/billing.ts';
 import { utcDay } from '../clock.ts';
 import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { codeHash, codeLast4, encryptCode } from '../crypto/code-crypto.ts';
@@ -19,26 +21,18 @@ import {
   BURST_LIMIT,
   BURST_WINDOW_MS,
   type BurstSlot,
+  burstSlotFrom,
   rateLimitedError,
   takeBurstSlot,
 } from '../limits/window-limit.ts';
 import { retryOnDeadlock } from '../retry.ts';
 import { reserveForUc, reserveStock } from '../stock/stock.ts';
 import type { RedeemRequest } from './request.ts';
+import type { CodeToRun, RunningJob } from './run.ts';
 import { settleUnconfirmedStart } from './settle.ts';
-import { type NewCode, type StartResult, type StartRow, startResult } from './start-result.ts';
+import type { NewCode, StartAnswer, StartChecks, StartResult, StartRow } from './start-result.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-
-/** What phase 1 checks besides the request (absent: nothing; tests start jobs directly). */
-export interface StartChecks {
-  /** The API key: re-checked (revocation, customer state) with `recheckKey`, and its burst slot. */
-  keyId: string;
-  /** The key came from the in-process cache: check it again inside the statement that runs. */
-  recheckKey: boolean;
-  /** Take the key's burst slot (contract section 6) in the same commit. */
-  burst: boolean;
-}
 
 /**
  * Phase 1: checks steps 10 to 12 of contract section 3 under the account lock, then takes the
@@ -220,6 +214,82 @@ async function startFromStock(
   } catch (err) {
     if (err instanceof ApiError) return { kind: 'refused', error: err, answer: { burst, account: null } };
     throw err;
+  }
+}
+
+/** The verdict row of phase 1's statement as what the caller acts on (start-result.ts). */
+function startResult(
+  caller: Caller,
+  req: RedeemRequest,
+  row: StartRow,
+  now: Date,
+  codes: NewCode[],
+  burst: BurstSlot | null = null,
+): StartResult {
+  if (row.kind === 'recheck') return { kind: 'recheck' };
+  const slot =
+    burst ??
+    (row.hits ? burstSlotFrom(row.kind !== 'rate_limited', row.hits.map(Number), now.getTime()) : null);
+  const answer: StartAnswer = {
+    burst: slot,
+    account: 'account' in row && row.account ? accountStateFrom(caller.customerId, row.account) : null,
+  };
+  const refused = (error: ApiError): StartResult => ({ kind: 'refused', error, answer });
+  switch (row.kind) {
+    case 'rate_limited':
+      return refused(rateLimitedError(slot!));
+    case 'conflict':
+      return refused(
+        new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request'),
+      );
+    case 'in_progress':
+      return refused(
+        new ApiError(
+          'idempotency_in_progress',
+          'an identical request is still running',
+          {},
+          { 'Retry-After': '1' },
+        ),
+      );
+    case 'interrupted':
+      return refused(
+        new ApiError('job_interrupted', 'the job was stopped by a server restart; retry with a new key', {
+          job_id: row.job_id,
+        }),
+      );
+    case 'replay':
+      return { kind: 'replay', jobId: row.job_id, status: row.status, requestId: row.request_id, answer };
+    case 'new':
+      throw new Error('redeem_begin verdict handled by the caller');
+    case 'started': {
+      // The codes of the new job still to attempt, as phase 1 wrote them (reused ones are done).
+      const sending = new Set(row.sending);
+      const byPosition = new Map(codes.map((c) => [c.position, c]));
+      const todo: CodeToRun[] = row.todo.map((position) => {
+        const c = byPosition.get(position)!;
+        return {
+          position,
+          code: () => c.code,
+          last4: codeLast4(c.code),
+          stockId: c.stockId,
+          category: c.category,
+          uc: c.uc,
+          state: sending.has(position) ? 'sending' : 'pending',
+        };
+      });
+      const job: RunningJob = {
+        id: row.job_id,
+        ...caller,
+        playerId: req.playerId,
+        source: req.source,
+        isAsync: req.async,
+        leaseExpiresAt: req.async ? null : new Date(now.getTime() + LEASE_MS),
+        channel: 'api',
+      };
+      return { kind: 'started', jobId: row.job_id, job, todo, answer };
+    }
+    default:
+      return refused(billingRefusalError(row, now));
   }
 }
 
