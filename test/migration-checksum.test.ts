@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { listFunctionFiles } from '../src/db/function-files.ts';
-import { listMigrations, migrate } from '../src/db/migrate.ts';
+import { listMigrations, migrate, REWORDED_MIGRATIONS } from '../src/db/migrate.ts';
+import { checksum } from '../src/db/sql-files.ts';
 import { openTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { databaseEnv, freePort, TEST_ADMIN_TOKEN, TEST_CODE_KEY } from './helpers/process.ts';
 
@@ -50,6 +51,32 @@ test('an applied migration edited afterwards is refused, naming the file, and no
     "select 1 from information_schema.tables where table_name = 'mig_after_edit'",
   );
   expect(table.rows).toEqual([]);
+});
+
+test('a migration whose comments were reworded after it was applied still passes with the text it was applied with', async () => {
+  expect(await migrate(t.db)).toEqual([]);
+  const recorded = async (id: number) =>
+    (await t.db.query<{ checksum: string }>('select checksum from schema_migrations where id = $1', [id]))
+      .rows[0]!.checksum;
+  for (const [id, former] of REWORDED_MIGRATIONS) {
+    const now = await recorded(id);
+    const file = listMigrations().find((m) => m.id === id)!;
+    // Applied from this checkout: its recorded checksum is today's text; the former one differs.
+    expect(now).toBe(checksum(file.sql));
+    expect(former).not.toBe(now);
+    try {
+      // A database migrated before the rewording recorded the former text: accepted.
+      await t.db.query('update schema_migrations set checksum = $2 where id = $1', [id, former]);
+      expect(await migrate(t.db)).toEqual([]);
+      // Any other text is still a change.
+      await t.db.query('update schema_migrations set checksum = $2 where id = $1', [id, 'f'.repeat(64)]);
+      await expect(migrate(t.db)).rejects.toThrow(
+        new RegExp(`^migration ${file.name}\\.sql was changed after it was applied`),
+      );
+    } finally {
+      await t.db.query('update schema_migrations set checksum = $2 where id = $1', [id, now]);
+    }
+  }
 });
 
 test('an applied migration whose file is gone is refused, naming it', async () => {

@@ -1,6 +1,6 @@
--- Usage per hour and day for the operator's console and GET /admin/v1/usage (core/usage.ts).
+-- Usage per hour and day for the operator's console and GET /admin/v1/usage (the usage rollup).
 -- Nothing here is written by the redeem hot path. usage_hourly is a rollup of finished jobs'
--- code outcomes (and usage_daily its sums per day), advanced by core/usage.ts when usage is read (the admin API, off the hot path):
+-- code outcomes (and usage_daily its sums per day), advanced by the usage rollup when usage is read (the admin API, off the hot path):
 -- every job created before usage_rollup.rolled_until is finished and counted in both tables,
 -- every later job is counted live from its rows. A job is rolled up once, when it and every
 -- earlier job have finished, so a slow job delays the rollup but never makes it wrong.

@@ -3,7 +3,7 @@
 
 -- The class of a failed attempt (timeout, connection, tls, blocked, http_status); null when the
 -- attempt got a 2xx. Rows written before this migration have none: the event log derives it
--- from `status` and `error` (core/webhooks/attempt-errors.ts).
+-- from `status` and `error` (the webhook worker's attempt errors).
 alter table webhook_attempts add column error_class text
   check (error_class in ('timeout', 'connection', 'tls', 'blocked', 'http_status'));
 
@@ -11,7 +11,7 @@ alter table webhook_attempts add column error_class text
 create index webhook_events_owner on webhook_events (customer_id, mode, created_at desc, id desc);
 
 -- A redelivery (POST /v1/events/{id}/redeliver): one extra attempt, queued by the request in
--- its own committed row and sent by the webhook worker (core/webhooks/redelivery.ts). It never
+-- its own committed row and sent by the webhook worker (its redelivery loop). It never
 -- touches webhook_events' schedule (attempts, next_attempt_at, state). Its life:
 -- queued -> sending (claimed with a lease) -> done (the attempt's result recorded here).
 create table webhook_redeliveries (

@@ -1,6 +1,6 @@
 -- Webhook fair sharing (contract 13.8): attempts are claimed round-robin across customers, at most
 -- 4 of one customer at once, and a receiver that keeps failing is backed off
--- (core/webhooks/fair-claim.ts).
+-- (the webhook worker's fair claim).
 
 -- The claim's skip scan: one probe per (customer, mode) with pending events, then that
 -- receiver's due events in due order.

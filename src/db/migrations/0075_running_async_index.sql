@@ -1,4 +1,4 @@
--- The fair claim (contract 12.5, core/jobs/states.ts claimJob) ranks each waiting customer by the
+-- The fair claim (contract 12.5, the jobs' claimJob) ranks each waiting customer by the
 -- async jobs it has running in the workers. A sync redeem's job is `running` for the few
 -- milliseconds of its one call and never in a worker, yet every one of them wrote an entry into
 -- this index at its insert (issue 22: one index entry of about fifteen per sync redeem). Now the

@@ -1,4 +1,4 @@
--- The order keys were made in, for the known-key digests (core/keys/known-key-digests.ts): a
+-- The order keys were made in, for the known-key digests (createKnownKeyDigests): a
 -- process keeps the digests of every key in memory so the unknown-key limit (contract 13.8) never
 -- refuses a valid key, and reads only the keys made since its last read. `created_at` cannot
 -- order them (it comes from the service's clock); a sequence can.

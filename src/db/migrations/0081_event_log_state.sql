@@ -7,8 +7,8 @@
 alter table webhook_events add column log_state text not null default 'pending'
   check (log_state in ('pending', 'delivered', 'failed'));
 
--- The events written before: their state as the event log derived it (core/webhooks/event-log.ts
--- before this migration).
+-- The events written before: their state as the event log derived it before
+-- this migration.
 update webhook_events e
    set log_state = case
          when exists (select 1 from webhook_redeliveries d where d.event_id = e.id and d.state <> 'done')
