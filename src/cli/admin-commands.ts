@@ -1,3 +1,4 @@
+import { CODE_STATUSES } from '../core/vocabulary.ts';
 import {
   bool,
   type Command,
@@ -260,7 +261,7 @@ export const COMMANDS: Command[] = [
     }),
     print: (a) => {
       const buckets = (a.buckets ?? []) as Json[];
-      const keys = ['activated', 'code_used', 'invalid_code', 'bad_player', 'failed', 'billed', 'refunded'];
+      const keys = [...CODE_STATUSES, 'billed', 'refunded'];
       return [
         `usage per ${a.granularity} from ${a.from} to ${a.to}${a.customer_id ? ` for customer ${a.customer_id}` : ''}:`,
         `  ${['start', ...keys].join('  ')}`,

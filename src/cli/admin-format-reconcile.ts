@@ -1,5 +1,6 @@
 // Readable tables for the operator's jobs list, event log and statements in the admin CLI.
 // `--json` prints the API's answer instead, so scripts never depend on these lines.
+import { CODE_STATUSES } from '../core/vocabulary.ts';
 import { table } from './admin-format.ts';
 
 type Json = Record<string, unknown>;
@@ -114,7 +115,7 @@ export function formatStatement(a: Json): string[] {
       text(d.requests_included),
       text(d.requests_overage),
       text(d.requests_refunded),
-      `${text(c.activated)}/${text(c.code_used)}/${text(c.invalid_code)}/${text(c.bad_player)}/${text(c.failed)}`,
+      CODE_STATUSES.map((status) => text(c[status])).join('/'),
       text(d.charged_usd),
       text(d.topups_usd),
       text(d.adjustments_usd),
@@ -131,7 +132,7 @@ export function formatStatement(a: Json): string[] {
         'included',
         'overage',
         'refunded',
-        'act/used/inv/badp/fail',
+        CODE_STATUSES.join('/'),
         'charged',
         'topups',
         'adjust',
