@@ -13,7 +13,9 @@ const READS_PER_KEY_PER_SECOND = 7;
 const SECONDS = 20;
 const db = await openPostgres(url);
 // Never a gateway's database: the run drops its burst_windows at the end.
-const gateway = await db.query("select 1 from information_schema.tables where table_name = 'schema_migrations'");
+const gateway = await db.query(
+  "select 1 from information_schema.tables where table_name = 'schema_migrations'",
+);
 if (gateway.rows.length > 0) throw new Error('this database holds a gateway: use a new, empty one');
 await db.query(
   'create unlogged table if not exists burst_windows (key_id text primary key, hits_ms bigint[] not null, accepted boolean not null default true)',

@@ -12,6 +12,7 @@ import {
   installPlumbing,
   serverTimeouts,
 } from './plumbing.ts';
+import { requestLogger } from './request-logger.ts';
 import { createParamRouting } from './routable-url.ts';
 
 /** Registers the admin routes (src/routes/admin/index.ts): the console's routes need its sessions. */
@@ -22,6 +23,7 @@ export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Pr
   const app = Fastify({
     loggerInstance: ctx.logger.child({ listener: 'admin' }) as FastifyBaseLogger,
     genReqId: newRequestId,
+    childLoggerFactory: requestLogger,
     requestIdHeader: false,
     // Stock imports carry many codes; the operator is trusted with larger bodies than merchants.
     bodyLimit: ADMIN_BODY_LIMIT,

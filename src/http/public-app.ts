@@ -19,6 +19,7 @@ import {
   serverTimeouts,
 } from './plumbing.ts';
 import { installRequestLog } from './request-log.ts';
+import { requestLogger } from './request-logger.ts';
 import { createParamRouting } from './routable-url.ts';
 import { installTenantLimits, unknownKeyLimitFrom } from './tenant-limits.ts';
 
@@ -32,6 +33,7 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   const app = Fastify({
     loggerInstance: ctx.logger.child({ listener: 'public' }) as FastifyBaseLogger,
     genReqId: newRequestId,
+    childLoggerFactory: requestLogger,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     trustProxy: ctx.config.TRUST_PROXY.length > 0 ? [...ctx.config.TRUST_PROXY] : false,
