@@ -5,7 +5,7 @@
 // `unknown_customer`, every code still pending released (its hold refunded, its stock available
 // again), and no webhook event (its webhooks are not sent either: the delivery claim skips a
 // disabled customer's events).
-import { releaseOne } from '../billing/billing.ts';
+import { releaseOne } from '../billing/holds.ts';
 import type { RedeemDeps } from '../context.ts';
 import { setStockState } from '../stock/stock.ts';
 import { loadJobCodes } from './jobs.ts';

@@ -5,7 +5,7 @@
 //   - codes never sent are released: their holds refunded, their stock available again;
 //   - a sync job's idempotency key is released, so a retry with it resumes without re-sending;
 //     an async job's key answers 503 job_interrupted from now on.
-import { releaseOne } from '../billing/billing.ts';
+import { releaseOne } from '../billing/holds.ts';
 import type { RedeemDeps } from '../context.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import { enqueueJobEvent } from '../jobs/job-events.ts';

@@ -3,7 +3,7 @@
 // caller acts on (start.ts startResult): a refusal with its error, a replay, a recheck of the key,
 // or a started job with the codes to run.
 import type { AccountRow, AccountState } from '../accounts/accounts.ts';
-import type { BillingRefusal } from '../billing/billing.ts';
+import type { BillingRefusal } from '../billing/holds.ts';
 import type { ApiError } from '../errors.ts';
 import type { BurstSlot } from '../limits/window-limit.ts';
 import type { CodeToRun, RunningJob } from './run.ts';

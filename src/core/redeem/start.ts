@@ -9,7 +9,7 @@
 
 import { isConnectionError, type Queryable } from '../../db/database.ts';
 import { accountStateFrom } from '../accounts/accounts.ts';
-import { billingRefusalError } from '../billing/billing.ts';
+import { billingRefusalError } from '../billing/holds.ts';
 import { utcDay } from '../clock.ts';
 import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { codeHash, codeLast4, encryptCode } from '../crypto/code-crypto.ts';

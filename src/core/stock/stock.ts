@@ -3,7 +3,7 @@
 // across every customer and mode. Every function takes the query handle first, so it runs inside
 // or outside the caller's transaction.
 import type { Queryable } from '../../db/database.ts';
-import { lockAccount } from '../billing/billing.ts';
+import { lockAccount } from '../billing/holds.ts';
 import type { Clock } from '../clock.ts';
 import {
   CODE_PATTERN,
