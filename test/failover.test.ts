@@ -67,6 +67,43 @@ listen postgres
 `;
 }
 
+/**
+ * HAProxy in front of the two clusters, reaching the primary: its URL. A proxy that exits at once
+ * (its port taken between freePort and its bind) is started again on another port, twice at most;
+ * its own words are in the error if it never comes up.
+ */
+async function startProxy(): Promise<string> {
+  let said = '';
+  for (let attempt = 1; ; attempt++) {
+    const lbPort = await freePort();
+    const cfg = join(dirs.dataDir(), 'haproxy.cfg');
+    writeFileSync(cfg, haproxyConfig(lbPort));
+    const started = spawn('haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
+    proxy = started;
+    said = '';
+    started.stderr!.on('data', (chunk: Buffer) => {
+      said = (said + chunk.toString('utf8')).slice(-2000);
+    });
+    let exited = false;
+    started.once('exit', () => {
+      exited = true;
+    });
+    const url = `postgres://postgres@127.0.0.1:${lbPort}/rg_failover`;
+    const reached = await waitUntil('HAProxy to reach the primary', async () => {
+      if (exited) return false;
+      const c = new pg.Client({ connectionString: url });
+      return c.connect().then(
+        () => c.end().then(() => true),
+        () => undefined,
+      );
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}; HAProxy said: ${said || 'nothing'}`);
+    });
+    if (reached) return url;
+    if (attempt === 3) throw new Error(`HAProxy exited at start three times; it said: ${said}`);
+  }
+}
+
 test.skipIf(!PRIMARY || !STANDBY)(
   'the synchronous standby promoted under load: the service resumes, no answered redeem is lost',
   async () => {
@@ -76,11 +113,7 @@ test.skipIf(!PRIMARY || !STANDBY)(
     await admin.query('create database rg_failover');
     await admin.end();
 
-    const lbPort = await freePort();
-    const cfg = join(dirs.dataDir(), 'haproxy.cfg');
-    writeFileSync(cfg, haproxyConfig(lbPort));
-    proxy = spawn('haproxy', ['-db', '-f', cfg], { stdio: 'ignore' });
-    const url = `postgres://postgres@127.0.0.1:${lbPort}/rg_failover`;
+    const url = await startProxy();
     sim = createUpstreamSim({ key: SIM_KEY });
     const simUrl = await sim.listen();
     const env = {
@@ -91,13 +124,6 @@ test.skipIf(!PRIMARY || !STANDBY)(
       DATABASE_TIMEOUT_MS: '2000',
       WORKER_POLL_MS: '100',
     };
-    await waitUntil('HAProxy to reach the primary', async () => {
-      const c = new pg.Client({ connectionString: url });
-      return c.connect().then(
-        () => c.end().then(() => true),
-        () => undefined,
-      );
-    });
     for (let i = 0; i < 2; i++) servers.push(await startServerProcess({ dataDir: dirs.dataDir(), env }));
 
     const { customer_id: customerId } = await adminHttp<{ customer_id: number }>(
