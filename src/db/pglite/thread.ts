@@ -26,6 +26,11 @@ export type PgliteReply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: Record<string, unknown> };
 
+interface Waiter {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
 type Op = PgliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 export interface PgliteThread {
@@ -36,23 +41,39 @@ export interface PgliteThread {
 
 export async function startPgliteThread(dataDir: string | undefined): Promise<PgliteThread> {
   const worker = newWorker({ dataDir });
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  let nextId = 1;
+  // The awaited replies, by request number: the number is a slot of this array, used again once
+  // its reply came, not a key of a Map that every statement adds to and deletes from. V8 keeps
+  // such a Map's former tables, with the waiters they held, until a full collection, so every
+  // finished statement's caller (its request and reply) would outlive young collections
+  // (src/http/draining.ts says more).
+  const waiting: (Waiter | undefined)[] = [];
+  const free: number[] = [];
+  let awaited = 0;
   let dead: Error | undefined;
 
+  const awaitReply = (w: Waiter): number => {
+    const id = free.pop() ?? waiting.length;
+    waiting[id] = w;
+    awaited++;
+    return id;
+  };
   const failAll = (err: Error) => {
     dead ??= err;
-    for (const w of waiting.values()) w.reject(err);
-    waiting.clear();
+    for (const w of waiting) w?.reject(err);
+    waiting.length = 0;
+    free.length = 0;
+    awaited = 0;
   };
+  // Request 0: the thread's start.
   const ready = new Promise<void>((resolve, reject) => {
-    waiting.set(0, { resolve: () => resolve(), reject });
+    awaitReply({ resolve: () => resolve(), reject });
   });
   worker.on('message', (reply: PgliteReply) => {
-    const w = waiting.get(reply.id);
+    const w = waiting[reply.id];
     if (!w) return;
-    waiting.delete(reply.id);
-    if (waiting.size === 0) worker.unref();
+    waiting[reply.id] = undefined;
+    free.push(reply.id);
+    if (--awaited === 0) worker.unref();
     if (reply.ok) w.resolve(reply.value);
     else w.reject(Object.assign(new Error(String(reply.error.message)), reply.error));
   });
@@ -76,12 +97,10 @@ export async function startPgliteThread(dataDir: string | undefined): Promise<Pg
   return {
     call<T>(op: Op): Promise<T> {
       if (dead) return Promise.reject(dead);
-      const id = nextId++;
-      const req = { ...op, id } as PgliteRequest;
       return new Promise<T>((resolve, reject) => {
-        if (waiting.size === 0) worker.ref();
-        waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-        worker.postMessage(req);
+        if (awaited === 0) worker.ref();
+        const id = awaitReply({ resolve: resolve as (v: unknown) => void, reject });
+        worker.postMessage({ ...op, id } as PgliteRequest);
       });
     },
     async stop() {
