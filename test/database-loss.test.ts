@@ -221,7 +221,19 @@ test.skipIf(!onPostgres)(
         `select count(*)::int as n from jobs where status in ('queued', 'running')`,
       );
       if (open.rows[0]!.n === 0) break;
-      if (Date.now() > finalDeadline) throw new Error('jobs still unfinished');
+      if (Date.now() > finalDeadline) {
+        // What the next person needs to tell a stuck run from a lost one (seen once in CI).
+        const stuck = await db.query(
+          `select j.id, j.status, j.is_async, j.lease_owner, j.lease_expires_at, j.created_at, j.started_at,
+                  now() as db_now,
+                  (select jsonb_object_agg(c.status, c.n) from (select coalesce(jc.status, '(none)') as status,
+                     count(*) as n from job_codes jc where jc.job_id = j.id group by 1) c) as codes
+             from jobs j where j.status in ('queued', 'running') order by j.created_at limit 10`,
+        );
+        throw new Error(
+          `jobs still unfinished: ${JSON.stringify(stuck.rows)}\nserver output (last 4,000 characters):\n${server.output().slice(-4000)}`,
+        );
+      }
       await sleep(500);
     }
 
