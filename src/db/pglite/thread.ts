@@ -72,7 +72,8 @@ export async function startPgliteThread(dataDir: string | undefined): Promise<Pg
     const w = waiting[reply.id];
     if (!w) return;
     waiting[reply.id] = undefined;
-    free.push(reply.id);
+    // Slot 0 stays the start's: a late reply 0 (the thread's own failure) never meets a statement.
+    if (reply.id !== 0) free.push(reply.id);
     if (--awaited === 0) worker.unref();
     if (reply.ok) w.resolve(reply.value);
     else w.reject(Object.assign(new Error(String(reply.error.message)), reply.error));
