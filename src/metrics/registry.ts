@@ -15,6 +15,7 @@ import type { Database, DatabaseCounters } from '../db/database.ts';
 import { type BotMetrics, registerBotMetrics } from './bot-metrics.ts';
 import { registerEncryptionMetrics } from './encryption-metrics.ts';
 import { registerRequestLogMetrics } from './request-log-metrics.ts';
+import { registerRequestSeries } from './request-series.ts';
 import { registerWebhookGauges } from './webhook-gauges.ts';
 
 export type Listener = 'public' | 'admin';
@@ -72,7 +73,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const registers = [registry];
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
-  const { httpRequests, httpDuration } = httpSeries(registers);
+  const httpSeries = registerRequestSeries(registers, {
+    requestsName: `${PREFIX}http_requests_total`,
+    requestsHelp: 'HTTP requests answered, by listener, method, route pattern and status',
+    durationName: `${PREFIX}http_request_duration_seconds`,
+    durationHelp:
+      'Time from receiving an HTTP request to its answer, by listener, method, route pattern and status',
+    buckets: HTTP_BUCKETS,
+  });
 
   const { codeOutcomes, billed, refunded, walletCaptures, walletCaptured, settlements } =
     billingSeries(registers);
@@ -112,11 +120,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     registry,
     bot,
     requestLog,
-    observeRequest(listener, method, route, status, seconds) {
-      const labels = { listener, method, route, status: String(status) };
-      httpRequests.inc(labels);
-      httpDuration.observe(labels, seconds);
-    },
+    observeRequest: httpSeries.observe,
     codeOutcome(o) {
       codeOutcomes.inc({ mode: o.mode, status: o.status, disposition: o.disposition });
       (o.billed ? billed : refunded).inc({ mode: o.mode });
@@ -245,25 +249,6 @@ function registerDatabaseSeries(registers: Registers, db: MetricsOptions['db']):
       },
     });
   }
-}
-
-/** Answered HTTP requests, by listener, method, route pattern and status. */
-function httpSeries(registers: Registers) {
-  const httpLabels = ['listener', 'method', 'route', 'status'] as const;
-  const httpRequests = new Counter({
-    name: `${PREFIX}http_requests_total`,
-    help: 'HTTP requests answered, by listener, method, route pattern and status',
-    labelNames: httpLabels,
-    registers,
-  });
-  const httpDuration = new Histogram({
-    name: `${PREFIX}http_request_duration_seconds`,
-    help: 'Time from receiving an HTTP request to its answer, by listener, method, route pattern and status',
-    labelNames: httpLabels,
-    buckets: HTTP_BUCKETS,
-    registers,
-  });
-  return { httpRequests, httpDuration };
 }
 
 /** Activator calls and their latency. */
