@@ -36,16 +36,23 @@ export function registerRequestSeries(
   // Label sets only ever added (a route pattern, a method of eight, a status): a few hundred.
   const sets = new Map<string, LabelSet>();
 
-  const requests = {
+  // What prom-client's registry reads of a metric, and again with its values at a scrape.
+  const requestsHead = {
     name: opts.requestsName,
     help: opts.requestsHelp,
     type: 'counter',
     aggregator: 'sum',
+  };
+  const durationHead = {
+    name: opts.durationName,
+    help: opts.durationHelp,
+    type: 'histogram',
+    aggregator: 'sum',
+  };
+  const requests = {
+    ...requestsHead,
     get: async () => ({
-      name: opts.requestsName,
-      help: opts.requestsHelp,
-      type: 'counter',
-      aggregator: 'sum',
+      ...requestsHead,
       values: [...sets.values()].map((s) => ({ value: s.count, labels: s.labels })),
     }),
     reset: () => sets.clear(),
@@ -84,22 +91,10 @@ export function registerRequestSeries(
     return values;
   };
   const duration = {
-    name: opts.durationName,
-    help: opts.durationHelp,
-    type: 'histogram',
-    aggregator: 'sum',
-    getForPromString: async () => ({
-      name: opts.durationName,
-      help: opts.durationHelp,
-      type: 'histogram',
-      aggregator: 'sum',
-      values: durationValues(),
-    }),
+    ...durationHead,
+    getForPromString: async () => ({ ...durationHead, values: durationValues() }),
     get: async () => ({
-      name: opts.durationName,
-      help: opts.durationHelp,
-      type: 'histogram',
-      aggregator: 'sum',
+      ...durationHead,
       values: durationValues().map(({ sharedLabels, labels, ...v }) => ({
         ...v,
         labels: { ...sharedLabels, ...labels },
