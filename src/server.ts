@@ -106,7 +106,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const publicUrl = await publicApp.listen({ host: config.HOST, port: config.PORT });
     const adminUrl = await adminApp.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
     if (opts.announce)
-      announce({ publicUrl, adminUrl, demo, dataDir, tokenFromEnv: Boolean(config.ADMIN_TOKEN), db });
+      announce({
+        publicUrl,
+        adminUrl,
+        demo,
+        dataDir,
+        tokenFromEnv: Boolean(config.ADMIN_TOKEN),
+        db,
+        bot: bot ? { username: bot.door.username, updates: bot.door.updates } : null,
+      });
     let stopping: Promise<void> | undefined;
     const parts = { apps, draining, workers, activators, bot, db, dirLock, logger };
     return {

@@ -181,6 +181,9 @@ describe('links and binding', () => {
       updates: 'polling',
       last_update_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       linked_users: expect.any(Number),
+      // This process holds the polling lease: it is the one that polls.
+      polling_instance: r.this_instance,
+      this_instance: expect.stringMatching(/\S/),
     });
   });
 

@@ -2,7 +2,13 @@
 // BOT_API_ROOT, its calls retried with backoff (honouring a 429's retry_after) and throttled to
 // Telegram's limits, the gate and the commands, updates by long polling (one poller across
 // processes) or at POST /bot/updates, and the loop that reports manual redeems to their chats.
+//
+// How an update flows: on arrival it is admitted (gate.ts: served, new, within its person's
+// limit counted at arrival), then handled in its chat's turn: grammY runner's `sequentialize`
+// keeps one chat's updates in order while chats run side by side, so one person's burst, whose
+// replies Telegram paces at one a second, never holds another person up.
 import { autoRetry } from '@grammyjs/auto-retry';
+import { sequentialize } from '@grammyjs/runner';
 import { apiThrottler } from '@grammyjs/transformer-throttler';
 import { Bot, type Transformer } from 'grammy';
 import type { Update } from 'grammy/types';
@@ -10,14 +16,17 @@ import { type BackgroundLoop, startBackgroundLoop } from '../core/background-loo
 import { isConnectionError } from '../db/database.ts';
 import type { BotDoor, ServerContext } from '../http/context.ts';
 import { sendAlerts } from './alerts.ts';
+import { deleteIfHoldsCodes } from './codes-in-chat.ts';
+import { setAllMenus, setChatMenu } from './command-menu.ts';
 import { registerAccountCommands } from './commands/account.ts';
 import { registerAddStock } from './commands/addstock.ts';
 import { registerAlerts } from './commands/alerts.ts';
+import { registerCancel } from './commands/cancel.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerRedeem } from './commands/redeem.ts';
 import { registerWallet } from './commands/wallet.ts';
 import { actOnce, type BotContext } from './context.ts';
-import { gate } from './gate.ts';
+import { admitUpdate, chatKey, gate, isPayment } from './gate.ts';
 import { ALLOWED_UPDATES, type Poller, startPolling } from './polling.ts';
 import { errorInfo, reportProgress } from './progress.ts';
 import { HELP_LINE } from './replies.ts';
@@ -45,11 +54,23 @@ function counted(app: ServerContext): Transformer {
   };
 }
 
+const codesNotDeleted = (app: ServerContext) => (errName: string | undefined) =>
+  app.logger.warn({ errName }, 'bot: a message holding codes could not be deleted');
+
 export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
   const bot = new Bot<BotContext>(token, { client: { apiRoot: app.config.BOT_API_ROOT } });
   bot.api.config.use(apiThrottler());
   bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 120 }));
   bot.api.config.use(counted(app));
+  bot.use(sequentialize((c: BotContext) => chatKey(c.update) ?? `u${c.update.update_id}`));
+  // Whatever comes of it, a message that may hold codes leaves the chat once it was read.
+  bot.use(async (_c, next) => {
+    try {
+      await next();
+    } finally {
+      await deleteIfHoldsCodes(bot.api, _c.update, codesNotDeleted(app));
+    }
+  });
   bot.use(gate(app));
   registerAccountCommands(bot);
   registerAddStock(bot);
@@ -57,6 +78,7 @@ export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
   registerRedeem(bot);
   registerWallet(bot);
   registerAlerts(bot);
+  registerCancel(bot);
   // Any other text (or an unknown command) gets the help line.
   bot.on('message', async (c) => {
     if ((await actOnce(c, 'other', async () => true)) !== null) await c.reply(HELP_LINE);
@@ -99,6 +121,28 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
           .catch(() => undefined);
     }
   };
+  // Updates being handled, so a stop waits for them.
+  const handling = new Set<Promise<void>>();
+  /**
+   * An update arrived at `receivedAt`: admitted (or dropped) now, in arrival order; `done`
+   * settles when its chat's turn has handled it.
+   */
+  const receive = async (update: Update, receivedAt: Date) => {
+    let admission: Awaited<ReturnType<typeof admitUpdate>>;
+    try {
+      admission = await admitUpdate(app, bot.api, update, receivedAt);
+    } catch (err) {
+      // The database is away: nothing was recorded, so the update is not confirmed either.
+      app.logger.warn({ err: errorInfo(err) }, 'bot: an update could not be admitted');
+      throw err;
+    }
+    if (admission === 'limited') await deleteIfHoldsCodes(bot.api, update, codesNotDeleted(app));
+    if (admission !== 'admitted') return { admission, done: Promise.resolve() };
+    const done = handleUpdate(update);
+    handling.add(done);
+    void done.finally(() => handling.delete(done));
+    return { admission, done };
+  };
   let poller: Poller | null = null;
   if (config.BOT_UPDATES === 'webhook') {
     if (config.BOT_WEBHOOK_URL)
@@ -107,8 +151,9 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
         allowed_updates: [...ALLOWED_UPDATES],
       });
   } else {
-    poller = startPolling(app, bot.api, bot.botInfo.id, handleUpdate);
+    poller = startPolling(app, bot.api, bot.botInfo.id, receive);
   }
+  void setAllMenus(app, bot.api);
   const progress: BackgroundLoop = startBackgroundLoop({
     name: 'bot progress',
     intervalMs: 1000,
@@ -125,7 +170,14 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
   const door: BotDoor = {
     username: bot.botInfo.username,
     updates: config.BOT_UPDATES,
-    handleUpdate: (update) => handleUpdate(update as Update),
+    // A webhook delivery is answered once the update is admitted; a payment (money taken, or a
+    // pre-checkout Telegram waits 10 s for) once it is handled too.
+    async handleUpdate(raw) {
+      const update = raw as Update;
+      const { done } = await receive(update, app.clock.now());
+      if (isPayment(update)) await done;
+    },
+    menuChanged: (chatId, role) => setChatMenu(app, bot.api, chatId, role),
     async tell(chatId, text) {
       await bot.api
         .sendMessage(chatId, text)
@@ -137,6 +189,7 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
     poller,
     async stop() {
       await Promise.all([poller?.stop(), progress.stop(), alerts.stop()]);
+      await Promise.all([...handling]);
     },
   };
 }

@@ -15,7 +15,7 @@ import { maskCode, storedCodeLength } from '../core/crypto/code-crypto.ts';
 import { type JobCodeRow, loadJobWithCodes } from '../core/jobs/jobs.ts';
 import type { ServerContext } from '../http/context.ts';
 import { summaryLines } from './commands/redeem.ts';
-import { inMode, labelled } from './replies.ts';
+import { inMode, labelled, toldApart } from './replies.ts';
 
 const ENDED = new Set(['completed', 'failed', 'interrupted']);
 
@@ -98,9 +98,8 @@ async function finalText(app: ServerContext, r: StartedRedeem): Promise<string> 
   const loaded = await loadJobWithCodes(app.db, r.jobId);
   const rows = (loaded?.codes ?? []).slice().sort((a, b) => a.position - b.position);
   const done = rows.filter((row) => row.state === 'done');
-  const lines = done.map(
-    (row) => `${maskCode(row.last4, shownLength(row))} ${row.status} ${row.disposition}`,
-  );
+  const shown = toldApart(done.map((row) => maskCode(row.last4, shownLength(row))));
+  const lines = done.map((row, i) => `${shown[i]} ${row.status} ${row.disposition}`);
   const activated = done.filter((row) => row.status === 'activated');
   const notAttempted = rows.length - done.length;
   const head =

@@ -14,6 +14,16 @@ export { usdText } from '../core/money.ts';
 /** A code as a reply may show it: every character but the last 4 replaced by `*`. */
 export const maskedCode = (code: string) => maskCode(codeLast4(code), code.length);
 
+/**
+ * Masked codes told apart: a code whose masked form another one shares (`****-660` twice) gets
+ * its position in front (`2. ****-660`); the others are shown as they are.
+ */
+export function toldApart(masked: readonly string[]): string[] {
+  const seen = new Map<string, number>();
+  for (const m of masked) seen.set(m, (seen.get(m) ?? 0) + 1);
+  return masked.map((m, i) => ((seen.get(m) ?? 0) > 1 ? `${i + 1}. ${m}` : m));
+}
+
 /** Lines `label: value`, in order. */
 export const labelled = (pairs: readonly (readonly [string, string | number])[]) =>
   pairs.map(([label, value]) => `${label}: ${value}`).join('\n');
@@ -41,8 +51,21 @@ const COMMANDS: Record<string, string> = {
   '/wallet': 'balance, last entries and pending top-ups (owner)',
   '/topup <usd>': 'top up the wallet (owner)',
   '/alerts [balance <usd>|off]': 'low balance, subscription, stock and webhook alerts (owner)',
+  '/cancel': 'void your confirmations still waiting (a redeem, a top-up)',
 };
 const OWNER_ONLY = new Set(['/wallet', '/topup <usd>', '/alerts [balance <usd>|off]']);
+
+/** The commands of a role (or of someone not linked: null) as Telegram's command menu lists them. */
+export function commandMenu(role: 'owner' | 'staff' | null): { command: string; description: string }[] {
+  if (role === null)
+    return [
+      { command: 'start', description: 'link this chat with the token your operator gave you' },
+      { command: 'help', description: 'what this bot does' },
+    ];
+  return Object.entries(COMMANDS)
+    .filter(([cmd]) => role === 'owner' || !OWNER_ONLY.has(cmd))
+    .map(([cmd, what]) => ({ command: cmd.slice(1).split(' ')[0]!, description: what.slice(0, 256) }));
+}
 
 /** The commands of a role, one per line. */
 export function helpText(role: 'owner' | 'staff'): string {

@@ -1,6 +1,7 @@
 // The admin commands for stock (import from a file or standard input, in batches), one job, and
 // quarantined codes.
 import { readFileSync } from 'node:fs';
+import { codeLines, isCsvName } from '../core/stock/import-lines.ts';
 import {
   type AdminRequest,
   type Command,
@@ -37,12 +38,12 @@ export const STOCK_COMMANDS: Command[] = [
       if (file === undefined && io.stdin.isTTY)
         throw new UsageError('give --file PATH, or pipe the codes into standard input');
       const text = file === undefined ? await readAll(io.stdin) : readCodeFile(file);
-      // Blank lines are layout, not codes; everything else goes to the API, which trims, checks
-      // the format and counts duplicates. Codes are never echoed: they are bearer value.
-      const lines = text.split(/\r?\n/);
-      const codes = lines.filter((line) => line.trim() !== '');
+      // One reading of an import file for the CLI and the chat (core/stock/import-lines.ts); the
+      // API checks the format and counts duplicates. Codes are never echoed: they are bearer value.
+      const read = codeLines(text, { csv: file !== undefined && isCsvName(file) });
+      const codes = read.map((c) => c.code);
       // The file's line number of each code sent, to name the lines the API reports.
-      importLines = lines.flatMap((line, i) => (line.trim() === '' ? [] : [i + 1]));
+      importLines = read.map((c) => c.line);
       const batches: AdminRequest[] = [];
       for (let i = 0; i === 0 || i < codes.length; i += IMPORT_BATCH) {
         const batch = codes.slice(i, i + IMPORT_BATCH);

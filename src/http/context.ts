@@ -10,6 +10,8 @@ export interface BotDoor {
   readonly updates: 'polling' | 'webhook';
   /** Acts on one update delivered to POST /bot/updates (at most once, by its update_id). */
   handleUpdate(update: unknown): Promise<void>;
+  /** A person's role changed (null: unbound): their chat's command menu follows. Never throws. */
+  menuChanged(chatId: number, role: 'owner' | 'staff' | null): Promise<void>;
   /** Sends a plain line to a chat (an operator's decision); never throws, logs a failure. */
   tell(chatId: number, text: string): Promise<void>;
 }

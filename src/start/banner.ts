@@ -11,6 +11,8 @@ export function announce(a: {
   dataDir: string;
   tokenFromEnv: boolean;
   db: Database;
+  /** The chat bot, when BOT_TOKEN turned it on. */
+  bot: { username: string; updates: 'polling' | 'webhook' } | null;
 }) {
   const lines = [
     '',
@@ -18,6 +20,9 @@ export function announce(a: {
     `  public API: ${a.publicUrl}`,
     `  admin API:  ${a.adminUrl} (token: ${a.tokenFromEnv ? 'ADMIN_TOKEN' : join(a.dataDir, ADMIN_TOKEN_FILE)})`,
     `  console:    ${a.adminUrl}/console (sign in with the admin token; metrics at ${a.adminUrl}/metrics)`,
+    a.bot
+      ? `  chat bot:   @${a.bot.username}, updates by ${a.bot.updates === 'webhook' ? `webhook at ${a.publicUrl}/bot/updates` : 'long polling'} (people are linked from the console or \`admin bot link\`)`
+      : '  chat bot:   off (set BOT_TOKEN to turn it on; `npm run cli -- bot-sim` tries it without Telegram)',
   ];
   if (a.demo) {
     lines.push(

@@ -4,6 +4,7 @@ import type { Bot } from 'grammy';
 import { accountView, loadAccountState, today } from '../../core/accounts/accounts.ts';
 import { bindWithToken, setBotUserMode } from '../../core/bot/links.ts';
 import { stockSummary } from '../../core/stock/stock.ts';
+import { setChatMenu } from '../command-menu.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
 import { badInput, helpText, inMode, labelled, usdText } from '../replies.ts';
 
@@ -44,6 +45,7 @@ async function start(c: BotContext & { match: string }) {
     return;
   }
   await c.reply(`Linked to ${bound.customerName} as ${bound.role}.\n\nCommands:\n${helpText(bound.role)}`);
+  await setChatMenu(c.app, c.api, c.chat!.id, bound.role);
 }
 
 async function mode(c: BotContext & { match: string }) {

@@ -1,11 +1,14 @@
 // /addstock <category> (contract 14.4): codes in the same message, or in a .txt/.csv document of
 // up to 4 MiB whose caption is the command, imported into the person's mode with the admin
-// import's rules (the same core call, audited as telegram:<id>), in the update's own transaction.
-// The message or document that held the codes is deleted from the chat afterwards; the reply and
-// the log hold counts only.
+// import's rules (the same file reading, core/stock/import-lines.ts, and the same core call,
+// audited as telegram:<id>), in the update's own transaction. The reply names the rejected and
+// duplicate lines (at most 20, then a count); it and the log hold no code. The message that held
+// the codes leaves the chat by the one rule for codes (bot/codes-in-chat.ts).
 import type { Bot } from 'grammy';
 import { telegramActor } from '../../core/bot/links.ts';
 import { CATEGORIES } from '../../core/stock/catalog.ts';
+import type { ImportIssue } from '../../core/stock/import-issues.ts';
+import { type CodeLine, codeLines, isCsvName } from '../../core/stock/import-lines.ts';
 import { importStockIn } from '../../core/stock/stock-changes.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
 import { badInput, inMode, labelled } from '../replies.ts';
@@ -14,28 +17,27 @@ export const MAX_BOT_IMPORT_CODES = 8000;
 export const MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
 const EXAMPLE = '/addstock 660 CODE1 CODE2 (or a .txt/.csv file with the caption /addstock 660)';
 
-/** Codes in a message's text: one per line, or separated by spaces or commas. */
-export function codesInText(text: string): string[] {
-  return text.split(/[\s,;]+/).filter(Boolean);
+/** Codes in a message's text, each with its line in the message: one per line, or separated by spaces or commas. */
+export function codesInText(text: string): CodeLine[] {
+  return text
+    .split(/\r?\n/)
+    .flatMap((row, i) => row.split(/[\s,]+/).flatMap((code) => (code ? [{ line: i + 1, code }] : [])));
 }
 
-/** Codes in a .txt/.csv file: one per line, the first column; a header `code` is skipped. */
-export function codesInFile(text: string): string[] {
-  const codes = text
-    .replace(/^\uFEFF/, '')
-    .split(/\r?\n/)
-    .map((line) => (line.split(/[,;\t]/)[0] ?? '').trim().replace(/^"(.*)"$/, '$1'))
-    .filter(Boolean);
-  if (codes.length > 0 && /^codes?$/i.test(codes[0]!)) codes.shift();
-  return codes;
-}
+/** Issues named in a reply, at most; the rest are counted. */
+const LISTED_ISSUES = 20;
 
 export function registerAddStock(bot: Bot<BotContext>) {
   bot.command('addstock', (c) => addStock(c, c.match, null));
-  bot.on('message:document', async (c, next) => {
+  bot.on('message:document', async (c) => {
     const caption = c.message.caption ?? '';
     const m = /^\/addstock(?:@\w+)?(?:\s+([\s\S]*))?$/.exec(caption.trim());
-    if (!m) return next();
+    if (!m) {
+      // A file of codes without its command: it leaves the chat (the rule for codes) and is not read.
+      if ((await actOnce(c, 'addstock', async () => true)) !== null)
+        await c.reply(badInput('a file is read only with its caption /addstock <category>', EXAMPLE));
+      return;
+    }
     await addStock(c, m[1] ?? '', c.message.document);
   });
 }
@@ -46,20 +48,15 @@ async function addStock(
   document: { file_id: string; file_name?: string; file_size?: number } | null,
 ) {
   const person = personOf(c);
-  const chatId = c.chat!.id;
-  const messageId = c.message!.message_id;
-  const [category = '', ...rest] = args.trim().split(/\s+/);
-  let holdsCodes = document !== null || rest.length > 0;
+  const [category = ''] = args.trim().split(/\s+/);
   const refuse = async (line: string) => {
-    if ((await actOnce(c, 'addstock', async () => true)) === null) return;
-    if (holdsCodes) await c.api.deleteMessage(chatId, messageId).catch(() => undefined);
-    await c.reply(line);
+    if ((await actOnce(c, 'addstock', async () => true)) !== null) await c.reply(line);
   };
   if (!CATEGORIES.includes(category))
     return refuse(
       badInput(`unknown category "${category.slice(0, 12)}" (one of ${CATEGORIES.join(', ')})`, EXAMPLE),
     );
-  let codes: string[];
+  let read: CodeLine[];
   if (document) {
     const name = document.file_name ?? '';
     if (!/\.(txt|csv)$/i.test(name)) return refuse(badInput('the file must be a .txt or .csv file', EXAMPLE));
@@ -67,11 +64,12 @@ async function addStock(
       return refuse('The file is over 4 MiB: split it and send the parts.');
     const text = await downloadFile(c, document.file_id);
     if (text === null) return refuse('The file could not be read from Telegram; send it again.');
-    codes = codesInFile(text);
+    read = codeLines(text, { csv: isCsvName(name) });
   } else {
-    codes = codesInText(args.trim().slice(category.length));
+    // The command and its category are the first two words of line 1.
+    read = codesInText(c.message!.text ?? '').slice(2);
   }
-  holdsCodes ||= codes.length > 0;
+  const codes = read.map((x) => x.code);
   if (codes.length === 0) return refuse(badInput('no codes given', EXAMPLE));
   if (codes.length > MAX_BOT_IMPORT_CODES)
     return refuse(
@@ -97,9 +95,6 @@ async function addStock(
     },
     'bot stock import',
   );
-  await c.api
-    .deleteMessage(chatId, messageId)
-    .catch((err: unknown) => c.app.logger.warn({ err }, 'could not delete the stock import message'));
   await c.reply(
     inMode(
       person.mode,
@@ -109,8 +104,18 @@ async function addStock(
         ['duplicates', result.duplicates],
         ['rejected', result.rejected],
       ]),
+      issueLines(result.issues, read),
     ),
   );
+}
+
+/** `line N: rejected, <reason>` per issue, by the line the code came from; at most 20, then a count. */
+function issueLines(issues: readonly ImportIssue[], read: readonly CodeLine[]): string {
+  const listed = issues
+    .slice(0, LISTED_ISSUES)
+    .map((x) => `line ${read[x.index]?.line ?? x.index + 1}: ${x.kind}, ${x.reason}`);
+  if (issues.length > LISTED_ISSUES) listed.push(`and ${issues.length - LISTED_ISSUES} more`);
+  return listed.join('\n');
 }
 
 /** The document's text, fetched from the Bot API's file endpoint (at most 4 MiB); null on failure. */

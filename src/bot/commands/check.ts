@@ -7,7 +7,7 @@ import { takeChecks } from '../../core/bot/check-usage.ts';
 import { utcDay } from '../../core/clock.ts';
 import { CODE_FORMAT } from '../../core/redeem/request.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
-import { badInput, inMode, maskedCode } from '../replies.ts';
+import { badInput, inMode, maskedCode, toldApart } from '../replies.ts';
 import { codesInText } from './addstock.ts';
 
 export const MAX_CHECK_CODES = 50;
@@ -16,7 +16,7 @@ const EXAMPLE = '/check CODE1 CODE2';
 export function registerCheck(bot: Bot<BotContext>) {
   bot.command('check', async (c) => {
     const person = personOf(c);
-    const codes = codesInText(c.match);
+    const codes = codesInText(c.match).map((x) => x.code);
     const refuse = async (line: string) => {
       if ((await actOnce(c, 'check', async () => true)) !== null) await c.reply(line);
     };
@@ -51,6 +51,7 @@ export function registerCheck(bot: Bot<BotContext>) {
           .catch(() => 'unknown' as const),
       );
     }
-    await c.reply(inMode(person.mode, codes.map((code, i) => `${maskedCode(code)} ${states[i]}`).join('\n')));
+    const shown = toldApart(codes.map(maskedCode));
+    await c.reply(inMode(person.mode, shown.map((code, i) => `${code} ${states[i]}`).join('\n')));
   });
 }

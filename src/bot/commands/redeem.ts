@@ -109,6 +109,7 @@ async function askRedeem(c: BotContext & { match: string }) {
     return refuse(`${err.code}: ${err.message}. Example: ${EXAMPLE}`);
   }
   const caller = {
+    botUserId: person.id,
     customerId: person.customerId,
     mode: person.mode,
     telegramUserId: person.telegramUserId,
@@ -132,7 +133,7 @@ async function pressed(c: BotContext, id: string, redeem: boolean) {
   const result = await actOnce(c, 'redeem_press', (tx) =>
     pressConfirmation(tx, c.app, {
       id,
-      telegramUserId: person.telegramUserId,
+      presser: { botUserId: person.id, telegramUserId: person.telegramUserId, customerId: person.customerId },
       action: redeem ? 'redeem' : 'cancel',
       requestId: c.requestId,
     }),
@@ -168,6 +169,16 @@ async function pressed(c: BotContext, id: string, redeem: boolean) {
       await edit(inMode(mode, result.line));
       return;
     case 'gone':
+      if (result.why === 'void') {
+        await c.answerCallbackQuery({ text: 'Void: nothing was run.' });
+        await edit(
+          inMode(
+            mode,
+            'This confirmation is void (you were unlinked or linked to another account since): nothing was run.',
+          ),
+        );
+        return;
+      }
       if (result.why !== 'expired') {
         await c.answerCallbackQuery({ text: 'This redeem was decided already.' });
         return;

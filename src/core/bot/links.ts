@@ -218,9 +218,9 @@ export async function unbindBotUser(
   userId: string,
 ) {
   return deps.db.transaction(async (tx) => {
-    const r = await tx.query<{ customerId: number; telegramUserId: string; role: BotRole }>(
+    const r = await tx.query<{ customerId: number; telegramUserId: string; chatId: string; role: BotRole }>(
       `update bot_users set unbound_at = $2 where id = $1 and unbound_at is null
-       returning customer_id as "customerId", telegram_user_id as "telegramUserId", role`,
+       returning customer_id as "customerId", telegram_user_id as "telegramUserId", chat_id as "chatId", role`,
       [userId, deps.clock.now()],
     );
     const row = r.rows[0];
@@ -236,8 +236,16 @@ export async function unbindBotUser(
       },
       deps.clock,
     );
-    return { user_id: userId, customer_id: Number(row.customerId) };
+    return { user_id: userId, customer_id: Number(row.customerId), chatId: Number(row.chatId) };
   });
+}
+
+/** The private chat and role of everyone linked now (their command menus). */
+export async function listLinkedChats(q: Queryable): Promise<{ chatId: number; role: BotRole }[]> {
+  const r = await q.query<{ chatId: string; role: BotRole }>(
+    'select chat_id as "chatId", role from bot_users where unbound_at is null order by bound_at',
+  );
+  return r.rows.map((x) => ({ chatId: Number(x.chatId), role: x.role }));
 }
 
 export async function linkedUserCount(q: Queryable): Promise<number> {

@@ -28,3 +28,12 @@ export async function takePollLease(
 export async function releasePollLease(q: Queryable, botId: number, owner: string): Promise<void> {
   await q.query('delete from bot_poll_lease where bot_id = $1 and owner = $2', [botId, owner]);
 }
+
+/** The process that polls now (the lease's holder while it runs), or null. */
+export async function pollingInstance(q: Queryable, now: Date): Promise<string | null> {
+  const r = await q.query<{ owner: string }>(
+    'select owner from bot_poll_lease where expires_at > $1 order by expires_at desc limit 1',
+    [now],
+  );
+  return r.rows[0]?.owner ?? null;
+}

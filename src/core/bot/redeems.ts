@@ -16,10 +16,25 @@ import { codeParam, drawStock } from '../redeem/start.ts';
 import type { NewCode } from '../redeem/start-result.ts';
 import type { Mode } from '../vocabulary.ts';
 
+/**
+ * /cancel: the person's confirmations still waiting for a press end (cancelled); returns how many.
+ * Their messages keep their buttons, and a press on one answers that it was decided already.
+ */
+export async function cancelConfirmations(q: Queryable, telegramUserId: number, now: Date): Promise<number> {
+  const r = await q.query(
+    `update bot_redeems set state = 'cancelled', decided_at = $2, request = null
+      where telegram_user_id = $1 and state = 'confirming'`,
+    [telegramUserId, now],
+  );
+  return r.rowCount;
+}
+
 /** A press of Redeem later than this runs nothing (14.4). */
 export const CONFIRM_TTL_MS = 10 * 60 * 1000;
 
 export interface BotCaller {
+  /** The person's binding (bot_users.id): the confirmation is void once it ends. */
+  botUserId: string;
   customerId: number;
   mode: Mode;
   telegramUserId: number;
@@ -72,8 +87,8 @@ export async function createConfirmation(
         : { uc: sel.uc };
   await q.query(
     `insert into bot_redeems (id, customer_id, mode, telegram_user_id, chat_id, player_id, request, summary, state,
-                              created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, 'confirming', $9)`,
+                              created_at, bot_user_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, 'confirming', $9, $10)`,
     [
       id,
       caller.customerId,
@@ -84,6 +99,7 @@ export async function createConfirmation(
       JSON.stringify(request),
       JSON.stringify(input.summary),
       deps.clock.now(),
+      caller.botUserId,
     ],
   );
   return id;
@@ -108,6 +124,7 @@ interface ConfirmationRow {
   } | null;
   summary: RedeemSummary;
   state: string;
+  botUserId: string | null;
   createdAt: Date;
 }
 
@@ -115,7 +132,7 @@ interface ConfirmationRow {
 export type PressResult = { mode: Mode | null } & (
   | { kind: 'started'; jobId: string; summary: RedeemSummary; messageId: number | null; queued: boolean }
   | { kind: 'cancelled' }
-  | { kind: 'gone'; why: 'done' | 'expired' | 'not_yours' }
+  | { kind: 'gone'; why: 'done' | 'expired' | 'not_yours' | 'void' }
   | { kind: 'refused'; line: string }
 );
 
@@ -128,18 +145,25 @@ export type PressResult = { mode: Mode | null } & (
 export async function pressConfirmation(
   tx: Queryable,
   deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
-  input: { id: string; telegramUserId: number; action: 'redeem' | 'cancel'; requestId: string },
+  input: {
+    id: string;
+    /** Who pressed, as the gate named them now. */
+    presser: { botUserId: string; telegramUserId: number; customerId: number };
+    action: 'redeem' | 'cancel';
+    requestId: string;
+  },
 ): Promise<PressResult> {
   const now = deps.clock.now();
   const row = (
     await tx.query<ConfirmationRow>(
       `select id, customer_id as "customerId", mode, telegram_user_id as "telegramUserId", chat_id as "chatId",
-              message_id as "messageId", player_id as "playerId", request, summary, state, created_at as "createdAt"
+              message_id as "messageId", player_id as "playerId", request, summary, state, created_at as "createdAt",
+              bot_user_id as "botUserId"
          from bot_redeems where id = $1 for update`,
       [input.id],
     )
   ).rows[0];
-  if (!row || Number(row.telegramUserId) !== input.telegramUserId)
+  if (!row || Number(row.telegramUserId) !== input.presser.telegramUserId)
     return { mode: null, kind: 'gone', why: 'not_yours' };
   const mode = row.mode;
   if (row.state !== 'confirming') return { mode, kind: 'gone', why: 'done' };
@@ -149,6 +173,14 @@ export async function pressConfirmation(
       state,
       now,
     ]);
+  // Made under another binding (the person was unbound, or bound to another customer, since): void.
+  if (
+    Number(row.customerId) !== input.presser.customerId ||
+    (row.botUserId !== null && row.botUserId !== input.presser.botUserId)
+  ) {
+    await end('cancelled');
+    return { mode, kind: 'gone', why: 'void' };
+  }
   if (now.getTime() - new Date(row.createdAt).getTime() > CONFIRM_TTL_MS) {
     await end('expired');
     return { mode, kind: 'gone', why: 'expired' };

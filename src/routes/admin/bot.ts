@@ -4,9 +4,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { createBotLink, linkedUserCount, listBotUsers, unbindBotUser } from '../../core/bot/links.ts';
+import { pollingInstance } from '../../core/bot/poll-lease.ts';
 import { lastUpdateAt } from '../../core/bot/updates.ts';
 import { isoUtc } from '../../core/clock.ts';
 import { ApiError } from '../../core/errors.ts';
+import { INSTANCE_ID } from '../../core/instance.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import type { ServerContext } from '../../http/context.ts';
 import { existingCustomerParam, parseBody } from './validation.ts';
@@ -24,6 +26,11 @@ export function registerAdminBotRoutes(app: FastifyInstance, ctx: ServerContext)
       updates: ctx.config.BOT_UPDATES,
       last_update_at: last ? isoUtc(new Date(last)) : null,
       linked_users: await linkedUserCount(ctx.db),
+      polling_instance:
+        ctx.config.BOT_UPDATES === 'polling' && ctx.bot
+          ? await pollingInstance(ctx.db, ctx.clock.now())
+          : null,
+      this_instance: INSTANCE_ID,
     };
   });
 
@@ -48,7 +55,8 @@ export function registerAdminBotRoutes(app: FastifyInstance, ctx: ServerContext)
   app.post<{ Params: { id: string } }>('/admin/v1/bot-users/:id/unbind', async (request) => {
     if (!/^bu_[A-Za-z0-9]{1,40}$/.test(request.params.id))
       throw new ApiError('not_found', 'unknown bot user');
-    const done = await unbindBotUser(ctx, actorOf(request), request.params.id);
+    const { chatId, ...done } = await unbindBotUser(ctx, actorOf(request), request.params.id);
+    await ctx.bot?.menuChanged(chatId, null);
     return { ok: true, request_id: request.id, ...done };
   });
 }
