@@ -612,6 +612,11 @@ test('soak: random upstream faults and process kills, then every invariant holds
     operator(),
     chat.run(loopEnd),
     chat.operate(loopEnd),
+    chat.flood(
+      merchants[2]!,
+      { id: userBase + 9, username: `flood${userBase}`, first_name: 'flooder' },
+      loopEnd,
+    ),
   ]);
   const loopMs = Date.now() - loopStart;
 
@@ -634,6 +639,7 @@ test('soak: random upstream faults and process kills, then every invariant holds
   server = undefined;
   if (!ON_POSTGRES) db = await openPglite(join(dataDir, 'pglite'));
 
+  chat.flooded();
   const simStats = sim.stats();
   const told = chat.tallyEnds();
   const report = await checkInvariants(db!, {
@@ -715,4 +721,8 @@ test('soak: random upstream faults and process kills, then every invariant holds
   ).toBeGreaterThan(0);
   expect(chat.stats.testTopupsSent + chat.stats.liveRequestsSent).toBeGreaterThan(0);
   expect(report.counts.webhookEvents).toBeGreaterThan(0);
+  // Floods are limited when they arrive: at most 20 answers a burst (a restart between a burst's
+  // arrival and its handling reads its unhandled updates again, in a new window: 20 more each).
+  expect(chat.stats.floods).toBeGreaterThan(0);
+  expect(chat.stats.floodAnswers).toBeLessThanOrEqual(20 * (chat.stats.floods + stats.kills));
 }, 170_000);

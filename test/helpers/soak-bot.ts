@@ -81,10 +81,16 @@ export function createSoakChat(deps: {
     /** Commands whose answer did not come in time (a kill, a restart, a dropped webhook delivery). */
     noReply: 0,
     slowDown: 0,
+    /** Bursts of 30 messages from the flooder, and the answers (not slow-down lines) they got. */
+    floods: 0,
+    floodAnswers: 0,
+    floodSlowDowns: 0,
     /** How long the answers that came took (ms): median and slowest. */
     replyMs: { p50: 0, max: 0 },
   };
   const replyTimes: number[] = [];
+  let floodChat: number | null = null;
+  let floodFrom = 0;
   const topups: BotTopups = { test: [], approved: [], rejected: [] };
   const testTopup = new Map<number, number>();
   const bump = (m: Record<string, number>, k: string) => {
@@ -364,6 +370,39 @@ export function createSoakChat(deps: {
       const m = await ask(p, `/start ${token}`, (x) => Boolean(x.text?.startsWith('Linked to')), 20_000);
       if (!m) throw new Error(`soak: linking ${user.username} failed`);
       people.push(p);
+    },
+    /**
+     * A careless person: bursts of 30 /stock at once, at least 12 s apart (each its own window
+     * of the 20-a-person limit), until `until`; their answers are counted at the end (flooded()).
+     */
+    async flood(customer: ChatCustomer, user: SimUser, until: number) {
+      const { token } = await adminHttp<{ token: string }>(
+        deps.server(),
+        'POST',
+        `/admin/v1/customers/${customer.customerId}/bot-links`,
+        { role: 'staff' },
+      );
+      const p = { user, customer, turn: turns() };
+      if (!(await ask(p, `/start ${token}`, (x) => Boolean(x.text?.startsWith('Linked to')), 20_000)))
+        throw new Error(`soak: linking ${user.username} failed`);
+      floodChat = user.id;
+      floodFrom = sim.botMessages(user.id).length;
+      while (Date.now() + 12_000 < until) {
+        await sleep(500 + int(3000));
+        stats.floods += 1;
+        for (let i = 0; i < 30; i++) await sim.sendText(user, '/stock').catch(() => undefined);
+        await sleep(12_000);
+      }
+    },
+    /** The flooder's answers, counted once the chat is quiet. */
+    flooded() {
+      if (floodChat === null) return;
+      const texts = sim
+        .botMessages(floodChat)
+        .slice(floodFrom)
+        .map((m) => m.text ?? '');
+      stats.floodAnswers = texts.filter((t) => t.includes('total_available')).length;
+      stats.floodSlowDowns = texts.filter((t) => t.startsWith('Too many messages')).length;
     },
     /** Every linked person acts until `until`. */
     run: (until: number) => Promise.all(people.map((p) => act(p, until))),
