@@ -22,6 +22,8 @@ export interface SimUser {
   id: number;
   username?: string;
   first_name?: string;
+  /** The language of the person's Telegram app (default `en`): picks commands set per language. */
+  language_code?: string;
 }
 export interface SimChat {
   id: number;
@@ -48,6 +50,13 @@ export interface SimMessage {
   from_bot: boolean;
   /** The parse_mode the bot asked for, when it asked for one. */
   parse_mode?: string;
+  /**
+   * Date.now() when the stand-in stored the message (a person's send, or the bot's call that
+   * made it): tests measure from these how long a person waited for a reply.
+   */
+  at: number;
+  /** Date.now() when the message was deleted, once it was. */
+  deleted_at?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -137,6 +146,8 @@ export class World {
   confirmedOffset = 0;
   private allowedUpdates: string[] | undefined;
   private poller: Poller | undefined;
+  /** True while pushMany() queues: the updates are handed out together once all are queued. */
+  private holdWake = false;
 
   webhook: { url: string; secret?: string } | undefined;
   webhookError: { date: number; message: string } | undefined;
@@ -147,8 +158,16 @@ export class World {
   readonly callbackQueries = new Map<string, { answered: boolean }>();
   /** Pre-checkout queries waiting for answerPreCheckoutQuery, by id. */
   readonly preCheckouts = new Map<string, (answer: { ok: boolean; errorMessage?: string }) => void>();
-  /** The bot's command list, as setMyCommands last set it. */
-  commands: Json[] = [];
+  /**
+   * The bot's command lists as setMyCommands set them, one per scope and language
+   * (key: scopeKey()); deleteMyCommands removes one, and Telegram then shows the next wider one.
+   */
+  readonly commands = new Map<string, CommandList>();
+  /** Optional per-chat and overall send limits, answered with 429 as Telegram does. */
+  private floodLimits: FloodLimits | undefined;
+  /** The times of the bot's recent sends, per chat and overall, for floodLimits. */
+  private readonly lastSend = new Map<number, number[]>();
+  private recentSends: number[] = [];
 
   private readonly listeners = new Set<(e: SimEvent) => void>();
 
@@ -201,6 +220,7 @@ export class World {
       from,
       chat: chat.chat,
       date: now(),
+      at: Date.now(),
       extra: {},
       ...fields,
     };
@@ -251,6 +271,21 @@ export class World {
     return updateId;
   }
 
+  /**
+   * Queues several updates at once: a poll waiting meanwhile is answered with all of them in
+   * one batch (push() one by one would wake it with the first alone), and a webhook gets them
+   * one after the other with no pause.
+   */
+  pushMany(updates: Json[]): number[] {
+    this.holdWake = true;
+    try {
+      return updates.map((u) => this.push(u));
+    } finally {
+      this.holdWake = false;
+      this.wake();
+    }
+  }
+
   redeliver(updateId: number): void {
     const update = this.history.get(updateId);
     if (!update) throw new Error(`redeliver: no update ${updateId} was ever sent`);
@@ -266,6 +301,11 @@ export class World {
     // (older) id for the next offset and be handed the newer ones a second time.
     if (entry.redelivery) this.pending.unshift(entry);
     else this.pending.push(entry);
+    if (!this.holdWake) this.wake();
+  }
+
+  /** Hands what is queued to whoever takes updates: the webhook, or a poll waiting. */
+  private wake(): void {
     if (this.webhook) void this.pump();
     else if (this.poller) {
       const batch = this.take(this.poller.limit);
@@ -377,11 +417,82 @@ export class World {
     }
   }
 
+  // ── flood limits ──────────────────────────────────────────────────────────────────────────
+
+  /** Sets the limits (undefined: none); sends count from here on, under the new limits. */
+  setFloodLimits(limits: FloodLimits | undefined): void {
+    this.floodLimits = limits;
+    this.lastSend.clear();
+    this.recentSends = [];
+  }
+
+  /**
+   * Counts one message the bot sends to the chat, or refuses it with Telegram's 429 and the
+   * seconds to wait when floodLimits are on and the chat or the bot as a whole sent too many.
+   */
+  countSend(chatId: number): void {
+    const limits = this.floodLimits;
+    if (!limits) return;
+    const t = Date.now();
+    const inChat = (this.lastSend.get(chatId) ?? []).filter((x) => x > t - limits.perChat.windowMs);
+    this.recentSends = this.recentSends.filter((x) => x > t - limits.overall.windowMs);
+    let waitMs = 0;
+    if (inChat.length >= limits.perChat.messages)
+      waitMs = inChat[inChat.length - limits.perChat.messages]! + limits.perChat.windowMs - t;
+    if (this.recentSends.length >= limits.overall.messages)
+      waitMs = Math.max(
+        waitMs,
+        this.recentSends[this.recentSends.length - limits.overall.messages]! + limits.overall.windowMs - t,
+      );
+    if (waitMs > 0) {
+      const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
+      throw new ApiError(429, `Too Many Requests: retry after ${retryAfter}`, retryAfter);
+    }
+    inChat.push(t);
+    this.lastSend.set(chatId, inChat);
+    this.recentSends.push(t);
+  }
+
   close(): void {
     this.closed = true;
     this.poller?.finish([]);
     this.listeners.clear();
   }
+}
+
+export interface FloodLimits {
+  /** At most `messages` sends to one chat in any `windowMs` (Telegram: about 1 a second). */
+  perChat: { messages: number; windowMs: number };
+  /** At most `messages` sends overall in any `windowMs` (Telegram: about 30 a second). */
+  overall: { messages: number; windowMs: number };
+}
+
+/** A BotCommandScope as setMyCommands takes it (Telegram's `type` names). */
+export type CommandScope =
+  | { type: 'default' }
+  | { type: 'all_private_chats' }
+  | { type: 'all_group_chats' }
+  | { type: 'all_chat_administrators' }
+  | { type: 'chat'; chat_id: number }
+  | { type: 'chat_administrators'; chat_id: number }
+  | { type: 'chat_member'; chat_id: number; user_id: number };
+
+/** One command list the bot set: its scope, its language ('' for every language) and commands. */
+export interface CommandList {
+  scope: CommandScope;
+  languageCode: string;
+  commands: { command: string; description: string }[];
+}
+
+/** The key a command list is stored under: the scope, its chat and user, and the language. */
+export function scopeKey(scope: CommandScope, languageCode = ''): string {
+  const where =
+    scope.type === 'chat' || scope.type === 'chat_administrators'
+      ? `${scope.type}:${scope.chat_id}`
+      : scope.type === 'chat_member'
+        ? `chat_member:${scope.chat_id}:${scope.user_id}`
+        : scope.type;
+  return `${where}|${languageCode}`;
 }
 
 function userNames(user: SimUser | undefined): Json {
@@ -393,7 +504,7 @@ function userNames(user: SimUser | undefined): Json {
 
 /** Telegram's user object for a simulated person. */
 export function telegramUser(user: SimUser): Json {
-  return { id: user.id, is_bot: false, ...userNames(user), language_code: 'en' };
+  return { id: user.id, is_bot: false, ...userNames(user), language_code: user.language_code ?? 'en' };
 }
 /** The kind of an update: its one field besides update_id (message, callback_query …). */
 const updateKind = (u: Update) => Object.keys(u).find((k) => k !== 'update_id') ?? 'unknown';
