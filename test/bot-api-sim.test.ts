@@ -571,6 +571,54 @@ describe('webhook', () => {
     expect(received[1]?.body).toEqual(received[0]?.body);
   });
 
+  test('one chat’s slow answer holds up only that chat; max_connections 1 holds up all', async () => {
+    const arrived: string[] = [];
+    const held: (() => void)[] = [];
+    const slow = createServer((req, res) => {
+      let text = '';
+      req.on('data', (d) => {
+        text += String(d);
+      });
+      req.on('end', () => {
+        const said = (JSON.parse(text) as { message: { text: string } }).message.text;
+        arrived.push(said);
+        if (said.startsWith('slow')) held.push(() => res.writeHead(200).end('{}'));
+        else res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/bot/updates`;
+    try {
+      const bob = { id: 1002, username: 'bob', first_name: 'Bob' };
+      await api.setWebhook(url);
+      await sim.burst(alice, ['slow 1', 'alice 2']);
+      await sim.sendText(bob, 'bob 1');
+      await sim.waitFor(() => arrived.includes('bob 1'));
+      // Alice's second waits for her first to be answered; Bob's went meanwhile.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(arrived).toEqual(['slow 1', 'bob 1']);
+      held.shift()!();
+      await sim.waitFor(() => arrived.includes('alice 2'));
+      expect(arrived).toEqual(['slow 1', 'bob 1', 'alice 2']);
+
+      await api.setWebhook(url, { max_connections: 1 });
+      expect(await api.getWebhookInfo()).toMatchObject({ max_connections: 1 });
+      await sim.sendText(alice, 'slow 3');
+      await sim.sendText(bob, 'bob 2');
+      await sim.waitFor(() => arrived.includes('slow 3'));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(arrived.includes('bob 2')).toBe(false);
+      held.shift()!();
+      await sim.waitFor(() => arrived.includes('bob 2'));
+      expect((await refusal(api.setWebhook(url, { max_connections: 101 }))).error_code).toBe(400);
+    } finally {
+      for (const release of held) release();
+      await api.deleteWebhook();
+      slow.closeAllConnections();
+      await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
+
   test('a burst reaches the webhook back to back, in order', async () => {
     await api.setWebhook(hookUrl, { secret_token: 's' });
     const sent = await sim.burst(alice, ['a', 'b\nc', 'd', 'e']);

@@ -352,7 +352,10 @@ function setWebhook(w: World, p: Params): true {
   const secret = p.str('secret_token');
   if (secret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(secret))
     throw new ApiError(400, 'Bad Request: secret token contains unallowed characters');
-  w.setWebhook(url, secret, p.bool('drop_pending_updates'));
+  const maxConnections = p.int('max_connections') ?? 40;
+  if (maxConnections < 1 || maxConnections > 100)
+    throw new ApiError(400, 'Bad Request: max_connections must be between 1 and 100');
+  w.setWebhook(url, secret, p.bool('drop_pending_updates'), maxConnections);
   return true;
 }
 
@@ -361,7 +364,7 @@ function getWebhookInfo(w: World): Json {
     url: w.webhook?.url ?? '',
     has_custom_certificate: false,
     pending_update_count: w.pendingCount,
-    ...(w.webhook ? { max_connections: 40, ip_address: '127.0.0.1' } : {}),
+    ...(w.webhook ? { max_connections: w.maxConnections, ip_address: '127.0.0.1' } : {}),
     ...(w.webhookError
       ? { last_error_date: w.webhookError.date, last_error_message: w.webhookError.message }
       : {}),

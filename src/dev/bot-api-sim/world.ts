@@ -151,7 +151,11 @@ export class World {
 
   webhook: { url: string; secret?: string } | undefined;
   webhookError: { date: number; message: string } | undefined;
-  private pumping = false;
+  /** How many updates are POSTed at once (setWebhook's max_connections; Telegram's default 40). */
+  maxConnections = 40;
+  /** Updates being POSTed now, and the chats they are for: one at a time per chat. */
+  private readonly inFlight = new Set<Queued>();
+  private readonly busyChats = new Set<string>();
   closed = false;
 
   /** Callback queries sent, by id: each may be answered once. */
@@ -306,7 +310,7 @@ export class World {
 
   /** Hands what is queued to whoever takes updates: the webhook, or a poll waiting. */
   private wake(): void {
-    if (this.webhook) void this.pump();
+    if (this.webhook) this.pump();
     else if (this.poller) {
       const batch = this.take(this.poller.limit);
       if (batch.length) this.poller.finish(batch);
@@ -382,12 +386,13 @@ export class World {
 
   // ── webhook ───────────────────────────────────────────────────────────────────────────────
 
-  setWebhook(url: string, secret: string | undefined, dropPending: boolean): void {
+  setWebhook(url: string, secret: string | undefined, dropPending: boolean, maxConnections = 40): void {
     this.webhook = { url, ...(secret ? { secret } : {}) };
+    this.maxConnections = maxConnections;
     this.webhookError = undefined;
     if (dropPending) this.pending = [];
     this.poller?.finish(new ApiError(409, 'Conflict: terminated by setWebhook request'));
-    void this.pump();
+    this.pump();
   }
 
   deleteWebhook(dropPending: boolean): void {
@@ -395,26 +400,36 @@ export class World {
     if (dropPending) this.pending = [];
   }
 
-  /** Delivers queued updates to the webhook one at a time, in order, retrying each a few times. */
-  private async pump(): Promise<void> {
-    if (this.pumping) return;
-    this.pumping = true;
-    try {
-      for (let entry = this.pending[0]; entry && this.webhook && !this.closed; entry = this.pending[0]) {
-        const hook = this.webhook;
-        const delivered = await deliverUpdate(hook, entry.update, {
-          stillWanted: () => !this.closed && this.webhook === hook,
-          failed: (message) => {
-            this.webhookError = { date: now(), message };
-          },
-        });
-        // A webhook changed or removed meanwhile keeps the update queued for what comes next.
-        if (!delivered && this.webhook !== hook) continue;
-        this.pending = this.pending.filter((q) => q !== entry);
-      }
-    } finally {
-      this.pumping = false;
+  /**
+   * Delivers queued updates to the webhook as Telegram does, several at once (up to
+   * maxConnections) so one slow chat does not hold up the others, but one at a time per chat and
+   * in order, each retried a few times.
+   */
+  private pump(): void {
+    const hook = this.webhook;
+    if (!hook || this.closed) return;
+    for (const entry of this.pending) {
+      if (this.inFlight.size >= this.maxConnections) break;
+      const chat = chatOf(entry.update);
+      if (this.inFlight.has(entry) || this.busyChats.has(chat)) continue;
+      this.inFlight.add(entry);
+      this.busyChats.add(chat);
+      void this.deliver(hook, entry, chat);
     }
+  }
+
+  private async deliver(hook: { url: string; secret?: string }, entry: Queued, chat: string): Promise<void> {
+    const delivered = await deliverUpdate(hook, entry.update, {
+      stillWanted: () => !this.closed && this.webhook === hook,
+      failed: (message) => {
+        this.webhookError = { date: now(), message };
+      },
+    });
+    this.inFlight.delete(entry);
+    this.busyChats.delete(chat);
+    // A webhook changed or removed meanwhile keeps the update queued for what comes next.
+    if (delivered || this.webhook === hook) this.pending = this.pending.filter((q) => q !== entry);
+    this.pump();
   }
 
   // ── flood limits ──────────────────────────────────────────────────────────────────────────
@@ -506,5 +521,14 @@ function userNames(user: SimUser | undefined): Json {
 export function telegramUser(user: SimUser): Json {
   return { id: user.id, is_bot: false, ...userNames(user), language_code: user.language_code ?? 'en' };
 }
+/** The chat an update belongs to (its person's, for a query), so one chat's go in order. */
+function chatOf(u: Update): string {
+  const body = u[updateKind(u)] as
+    | { chat?: { id?: unknown }; message?: { chat?: { id?: unknown } }; from?: { id?: unknown } }
+    | undefined;
+  const id = body?.chat?.id ?? body?.message?.chat?.id ?? body?.from?.id;
+  return id === undefined ? `update ${u.update_id}` : String(id);
+}
+
 /** The kind of an update: its one field besides update_id (message, callback_query …). */
 const updateKind = (u: Update) => Object.keys(u).find((k) => k !== 'update_id') ?? 'unknown';
