@@ -292,6 +292,181 @@ describe('messages', () => {
   });
 });
 
+describe('bursts', () => {
+  test('a burst reaches a waiting poll as one batch, each message dated, newlines kept', async () => {
+    const poll = api.getUpdates({ timeout: 20 });
+    await sim.waitFor(() => sim.calls.some((c) => c.method === 'getUpdates'));
+    const texts = Array.from({ length: 30 }, (_, i) => `/check CODE-${i}\nCODE-${i}b`);
+    texts[0] = '/addstock 660\nAAA-1\nAAA-2';
+    const before = Math.floor(Date.now() / 1000);
+    const sent = await sim.burst(alice, texts);
+    const batch = await poll;
+    expect(batch.map((u) => u.update_id)).toEqual(sent.updateIds);
+    expect(sent.updateIds).toHaveLength(30);
+    expect(batch.map((u) => u.message?.text)).toEqual(texts);
+    expect(batch.map((u) => u.message?.message_id)).toEqual(sent.messageIds);
+    expect(batch[0]?.message?.entities).toEqual([{ type: 'bot_command', offset: 0, length: 9 }]);
+    for (const u of batch) {
+      expect(u.message!.date).toBeGreaterThanOrEqual(before);
+      expect(u.message!.date).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    }
+  });
+
+  test('a burst with nobody polling is all in the next batch; a date can be given; limits as the apps', async () => {
+    const other = { id: 1002, username: 'bob', first_name: 'Bob' };
+    await sim.sendText(other, 'before');
+    const sent = await sim.burst(alice, ['one', 'two\nlines', 'three'], { date: 1_700_000_000 });
+    const batch = await api.getUpdates();
+    expect(batch.map((u) => [u.message?.from?.id, u.message?.text, u.message?.date])).toEqual([
+      [1002, 'before', expect.any(Number)],
+      [1001, 'one', 1_700_000_000],
+      [1001, 'two\nlines', 1_700_000_000],
+      [1001, 'three', 1_700_000_000],
+    ]);
+    expect(batch.slice(1).map((u) => u.update_id)).toEqual(sent.updateIds);
+    // Nothing is queued when one text is one the apps would never send.
+    await expect(sim.burst(alice, ['fine', 'x'.repeat(4097)])).rejects.toThrow(/4097 characters/);
+    await expect(sim.burst(alice, ['fine', ' \n '])).rejects.toThrow(/no empty messages/);
+    expect(sim.updatesPending()).toBe(4);
+    expect((await sim.sendText(alice, 'x'.repeat(4096))).messageId).toBeGreaterThan(0);
+  });
+});
+
+describe('command menus by scope', () => {
+  const staff = [{ command: 'help', description: 'the commands' }];
+  const owner = [...staff, { command: 'topup', description: 'add money' }];
+
+  test('setMyCommands stores a list per scope and language; getMyCommands answers that exact one', async () => {
+    const bob = { id: 1002, username: 'bob', first_name: 'Bob' };
+    await sim.sendText(alice, 'hi');
+    await sim.sendText(bob, 'hi');
+    await api.setMyCommands(staff);
+    await api.setMyCommands([{ command: 'start', description: 'link' }], {
+      scope: { type: 'all_private_chats' },
+    });
+    await api.setMyCommands(owner, { scope: { type: 'chat', chat_id: 1001 } });
+    await api.setMyCommands([{ command: 'hilfe', description: 'Befehle' }], {
+      scope: { type: 'chat', chat_id: 1001 },
+      language_code: 'de',
+    });
+    expect(sim.commands()).toEqual(staff);
+    expect(sim.commands({ type: 'chat', chat_id: 1001 })).toEqual(owner);
+    expect(sim.commands({ type: 'chat', chat_id: 1001 }, 'de')).toEqual([
+      { command: 'hilfe', description: 'Befehle' },
+    ]);
+    expect(sim.commands({ type: 'chat', chat_id: 1002 })).toEqual([]);
+    expect(await api.getMyCommands({ scope: { type: 'chat', chat_id: 1001 } })).toEqual(owner);
+    expect(await api.getMyCommands({ scope: { type: 'chat', chat_id: 1002 } })).toEqual([]);
+    expect(await api.getMyCommands()).toEqual(staff);
+    expect(sim.commandLists().map((l) => [l.scope, l.languageCode])).toEqual([
+      [{ type: 'default' }, ''],
+      [{ type: 'all_private_chats' }, ''],
+      [{ type: 'chat', chat_id: 1001 }, ''],
+      [{ type: 'chat', chat_id: 1001 }, 'de'],
+    ]);
+
+    // What each person sees: their chat's list, else all private chats', else the default.
+    expect(sim.commandMenu(1001)).toEqual(owner);
+    expect(sim.commandMenu(1001, 'de')).toEqual([{ command: 'hilfe', description: 'Befehle' }]);
+    expect(sim.commandMenu(1002)).toEqual([{ command: 'start', description: 'link' }]);
+    expect(await api.deleteMyCommands({ scope: { type: 'chat', chat_id: 1001 } })).toBe(true);
+    expect(sim.commandMenu(1001)).toEqual([{ command: 'start', description: 'link' }]);
+    expect(sim.commandMenu(1001, 'de')).toEqual([{ command: 'hilfe', description: 'Befehle' }]);
+    // An empty list deletes too, as on Telegram.
+    await api.setMyCommands([], { scope: { type: 'all_private_chats' } });
+    expect(sim.commandMenu(1002)).toEqual(staff);
+    await api.deleteMyCommands();
+    expect(sim.commandMenu(1002)).toEqual([]);
+  });
+
+  test('a bad scope or language is refused as Telegram does, and nothing is stored', async () => {
+    await sim.sendText(alice, 'hi');
+    const chatUnknown = await refusal(api.setMyCommands(staff, { scope: { type: 'chat', chat_id: 4444 } }));
+    expect([chatUnknown.error_code, chatUnknown.description]).toEqual([400, 'Bad Request: chat not found']);
+    const badType = await refusal(
+      api.setMyCommands(staff, { scope: { type: 'everyone' } as unknown as { type: 'default' } }),
+    );
+    expect(badType.description).toBe('Bad Request: wrong BotCommandScope type specified');
+    const badLanguage = await refusal(api.setMyCommands(staff, { language_code: 'english' as 'en' }));
+    expect(badLanguage.description).toBe('Bad Request: invalid language code specified');
+    expect(
+      (await refusal(api.getMyCommands({ scope: { type: 'chat_member', chat_id: 1001, user_id: 0 } })))
+        .description,
+    ).toBe('Bad Request: user not found');
+    expect(sim.commandLists()).toEqual([]);
+    await api.setMyCommands(staff, { scope: { type: 'chat_member', chat_id: 1001, user_id: 1001 } });
+    expect(sim.commands({ type: 'chat_member', chat_id: 1001, user_id: 1001 })).toEqual(staff);
+  });
+});
+
+describe('pacing and timestamps', () => {
+  test('off by default: sends are never refused; each message records when it was stored', async () => {
+    const { messageId } = await sim.sendText(alice, 'hi');
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) await api.sendMessage(1001, `reply ${i}`);
+    const [asked, ...replies] = sim.messages(1001);
+    expect(asked!.at).toBeLessThanOrEqual(started);
+    expect(replies.map((m) => m.at >= started)).toEqual([true, true, true, true, true]);
+    expect(sim.replyDelay(1001, messageId)).toBe(replies[0]!.at - asked!.at);
+    expect(() => sim.replyDelay(1001, replies[0]!.message_id)).toThrow(/no message .* of a person/);
+  });
+
+  test('with flood limits on, a second send to a chat within a second is 429 with retry_after', async () => {
+    sim.setFloodLimits(true);
+    const bob = { id: 1002, username: 'bob', first_name: 'Bob' };
+    await sim.sendText(alice, 'hi');
+    const { messageId: bobAsked } = await sim.sendText(bob, 'me too');
+    expect(sim.replyDelay(1002, bobAsked)).toBeUndefined();
+    await api.sendMessage(1001, 'first');
+    const err = await refusal(api.sendMessage(1001, 'second'));
+    expect([err.error_code, err.description, err.parameters]).toEqual([
+      429,
+      'Too Many Requests: retry after 1',
+      { retry_after: 1 },
+    ]);
+    await refusal(api.sendDocument(1001, new InputFile(Buffer.from('x'), 'a.txt')));
+    // Another chat is not held up by the first one's pace.
+    await api.sendMessage(1002, 'yours');
+    expect(sim.replyDelay(1002, bobAsked)).toBeGreaterThanOrEqual(0);
+    await new Promise((r) => setTimeout(r, 1050));
+    expect((await api.sendMessage(1001, 'second')).text).toBe('second');
+    const sends = sim.botMessages(1001);
+    expect(sends.map((m) => m.text)).toEqual(['first', 'second']);
+    expect(sends[1]!.at - sends[0]!.at).toBeGreaterThanOrEqual(1000);
+    expect(sim.calls.filter((c) => c.error_code === 429).map((c) => c.method)).toEqual([
+      'sendMessage',
+      'sendDocument',
+    ]);
+
+    // The overall limit counts every chat together; new limits count from when they are set.
+    sim.setFloodLimits({
+      perChat: { messages: 10, windowMs: 1000 },
+      overall: { messages: 2, windowMs: 60_000 },
+    });
+    await api.sendMessage(1002, 'a');
+    await api.sendMessage(1001, 'b');
+    const overall = await refusal(api.sendMessage(1002, 'c'));
+    expect(overall.parameters.retry_after).toBeGreaterThan(50);
+    sim.setFloodLimits(undefined);
+    await api.sendMessage(1002, 'c');
+  });
+
+  test('deletions are recorded in order, with the time, for the bot’s messages and the person’s', async () => {
+    const { messageId } = await sim.sendText(alice, '/addstock 660\nAAA-1');
+    const reply = await api.sendMessage(1001, 'added: 1');
+    const before = Date.now();
+    await api.deleteMessage(1001, messageId);
+    await api.deleteMessages(1001, [reply.message_id]);
+    expect(sim.deletions(1001)).toEqual([
+      { chat_id: 1001, message_id: messageId, from_bot: false, at: expect.any(Number) },
+      { chat_id: 1001, message_id: reply.message_id, from_bot: true, at: expect.any(Number) },
+    ]);
+    expect(sim.deletions()[0]!.at).toBeGreaterThanOrEqual(before);
+    expect(sim.messages(1001).map((m) => m.deleted_at !== undefined)).toEqual([true, true]);
+    expect(sim.deletions(1002)).toEqual([]);
+  });
+});
+
 describe('files', () => {
   test('a document sent by a person: getFile, then the download gives the same bytes', async () => {
     const bytes = Buffer.concat([Buffer.from('CODE-A\nCODE-B,x\n'), Buffer.from([0xff, 0x00, 0xfe])]);
@@ -394,6 +569,62 @@ describe('webhook', () => {
     sim.redeliver(updateId);
     await sim.waitFor(() => received.length === 2);
     expect(received[1]?.body).toEqual(received[0]?.body);
+  });
+
+  test('one chat’s slow answer holds up only that chat; max_connections 1 holds up all', async () => {
+    const arrived: string[] = [];
+    const held: (() => void)[] = [];
+    const slow = createServer((req, res) => {
+      let text = '';
+      req.on('data', (d) => {
+        text += String(d);
+      });
+      req.on('end', () => {
+        const said = (JSON.parse(text) as { message: { text: string } }).message.text;
+        arrived.push(said);
+        if (said.startsWith('slow')) held.push(() => res.writeHead(200).end('{}'));
+        else res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/bot/updates`;
+    try {
+      const bob = { id: 1002, username: 'bob', first_name: 'Bob' };
+      await api.setWebhook(url);
+      await sim.burst(alice, ['slow 1', 'alice 2']);
+      await sim.sendText(bob, 'bob 1');
+      await sim.waitFor(() => arrived.includes('bob 1'));
+      // Alice's second waits for her first to be answered; Bob's went meanwhile.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(arrived).toEqual(['slow 1', 'bob 1']);
+      held.shift()!();
+      await sim.waitFor(() => arrived.includes('alice 2'));
+      expect(arrived).toEqual(['slow 1', 'bob 1', 'alice 2']);
+
+      await api.setWebhook(url, { max_connections: 1 });
+      expect(await api.getWebhookInfo()).toMatchObject({ max_connections: 1 });
+      await sim.sendText(alice, 'slow 3');
+      await sim.sendText(bob, 'bob 2');
+      await sim.waitFor(() => arrived.includes('slow 3'));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(arrived.includes('bob 2')).toBe(false);
+      held.shift()!();
+      await sim.waitFor(() => arrived.includes('bob 2'));
+      expect((await refusal(api.setWebhook(url, { max_connections: 101 }))).error_code).toBe(400);
+    } finally {
+      for (const release of held) release();
+      await api.deleteWebhook();
+      slow.closeAllConnections();
+      await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
+
+  test('a burst reaches the webhook back to back, in order', async () => {
+    await api.setWebhook(hookUrl, { secret_token: 's' });
+    const sent = await sim.burst(alice, ['a', 'b\nc', 'd', 'e']);
+    await sim.waitFor(() => received.length === 4);
+    expect(received.map((r) => r.body.update_id)).toEqual(sent.updateIds);
+    expect(received.map((r) => (r.body.message as { text: string }).text)).toEqual(['a', 'b\nc', 'd', 'e']);
   });
 });
 

@@ -11,20 +11,34 @@ import type { AddressInfo } from 'node:net';
 import { type CallRecord, createBotApiServer, type Failure } from './bot-api-sim/http.ts';
 import {
   type ChatType,
+  type CommandList,
+  type CommandScope,
   commandEntities,
+  type FloodLimits,
   randomId,
   type SimChat,
   type SimEvent,
   type SimMessage,
   type SimUser,
   type StoredMessage,
+  scopeKey,
   telegramUser,
   toTelegram,
   World,
 } from './bot-api-sim/world.ts';
 
 export type { CallRecord, Failure } from './bot-api-sim/http.ts';
-export type { ChatType, SimChat, SimEvent, SimInvoice, SimMessage, SimUser } from './bot-api-sim/world.ts';
+export type {
+  ChatType,
+  CommandList,
+  CommandScope,
+  FloodLimits,
+  SimChat,
+  SimEvent,
+  SimInvoice,
+  SimMessage,
+  SimUser,
+} from './bot-api-sim/world.ts';
 
 /** A valid-looking token (`<bot id>:<35-character secret>`), the default the stand-in accepts. */
 export const DEFAULT_BOT_TOKEN = '123456789:AAHsimulatedBotApiStandIn0123456789';
@@ -45,11 +59,40 @@ export interface BotApiSimOptions {
   firstUpdateId?: number;
   /** How long pay() waits for answerPreCheckoutQuery (default 10,000 ms, Telegram's limit). */
   preCheckoutTimeoutMs?: number;
+  /**
+   * Answer the bot's sends over Telegram's rate with 429 and retry_after (off by default, so a
+   * test that is not about pacing never waits): `true` is Telegram's rule of thumb,
+   * TELEGRAM_FLOOD_LIMITS; see setFloodLimits().
+   */
+  floodLimits?: FloodLimits | true;
 }
+
+/** About 1 message a second per chat and 30 a second overall, as Telegram documents its limits. */
+export const TELEGRAM_FLOOD_LIMITS: FloodLimits = {
+  perChat: { messages: 1, windowMs: 1000 },
+  overall: { messages: 30, windowMs: 1000 },
+};
+
+/** The longest text one Telegram message holds; the apps split a longer paste into several. */
+export const MAX_MESSAGE_LENGTH = 4096;
 
 export interface SendOptions {
   /** The chat the message is written in (default: the person's private chat, id = user id). */
   chat?: SimChat;
+  /**
+   * The message's `date` in Unix seconds (default: now by the machine's clock). A test on a
+   * manual clock sets it from that clock, since the bot counts a message when it was sent.
+   */
+  date?: number;
+}
+
+/** A deletion the bot made, in the order made. */
+export interface SimDeletion {
+  chat_id: number;
+  message_id: number;
+  from_bot: boolean;
+  /** Date.now() when it was deleted. */
+  at: number;
 }
 
 export interface BotApiSim {
@@ -59,6 +102,17 @@ export interface BotApiSim {
   bot: { id: number; username: string };
   server: Server;
   sendText(from: SimUser, text: string, opts?: SendOptions): Promise<{ updateId: number; messageId: number }>;
+  /**
+   * Many messages from one person at once, as a person pasting or typing fast: all are queued
+   * together, so a waiting getUpdates gets them in one batch (the next one, when none waits) and
+   * a webhook gets them back to back. Each `date` is the send time (or opts.date); texts may
+   * hold newlines. Returns the ids in the order sent.
+   */
+  burst(
+    from: SimUser,
+    texts: string[],
+    opts?: SendOptions,
+  ): Promise<{ updateIds: number[]; messageIds: number[] }>;
   sendDocument(
     from: SimUser,
     doc: { fileName: string; content: Buffer | string; caption?: string; mimeType?: string },
@@ -106,8 +160,31 @@ export interface BotApiSim {
   readonly confirmedOffset: number;
   /** The webhook set with setWebhook, if any. */
   webhook(): { url: string; secret?: string } | undefined;
-  /** The bot's command list as setMyCommands set it. */
-  commands(): Record<string, unknown>[];
+  /**
+   * The command list setMyCommands set for exactly this scope and language (default: the
+   * default scope, every language), [] when none is set. It is what getMyCommands answers.
+   */
+  commands(scope?: CommandScope, languageCode?: string): { command: string; description: string }[];
+  /** Every command list set, in the order first set. */
+  commandLists(): CommandList[];
+  /**
+   * The command menu a person sees in a private chat (chat id = user id), resolved as Telegram
+   * does: the chat's own list, then all private chats', then the default; at each step the list
+   * for their language before the one for every language.
+   */
+  commandMenu(chatId: number, languageCode?: string): { command: string; description: string }[];
+  /**
+   * Switches the 429 pacing of the bot's sends (sendMessage, sendDocument, sendInvoice) on
+   * (true: Telegram's limits) or off (undefined); sends count from the switch on.
+   */
+  setFloodLimits(limits: FloodLimits | true | undefined): void;
+  /**
+   * How long the person waited for a reply: ms from their message (`at`) to the first message
+   * the bot sent in that chat after it, or undefined while there is none.
+   */
+  replyDelay(chatId: number, messageId: number): number | undefined;
+  /** The messages deleted in a chat (or in all chats), in the order deleted. */
+  deletions(chatId?: number): SimDeletion[];
   /** Listens to what the bot does in the chats (new message, edit, deletion, callback answer). */
   on(listener: (e: SimEvent) => void): () => void;
   close(): Promise<void>;
@@ -146,6 +223,10 @@ export async function startBotApiSim(opts: BotApiSimOptions = {}): Promise<BotAp
     server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  const setFloodLimits = (limits: FloodLimits | true | undefined) => {
+    world.setFloodLimits(limits === true ? TELEGRAM_FLOOD_LIMITS : limits);
+  };
+  setFloodLimits(opts.floodLimits);
   const people = createPeople(world, opts.preCheckoutTimeoutMs ?? 10_000);
   return {
     url: `http://127.0.0.1:${port}`,
@@ -166,7 +247,40 @@ export async function startBotApiSim(opts: BotApiSimOptions = {}): Promise<BotAp
       return world.confirmedOffset;
     },
     webhook: () => world.webhook,
-    commands: () => world.commands,
+    commands: (scope = { type: 'default' }, languageCode = '') =>
+      world.commands.get(scopeKey(scope, languageCode))?.commands ?? [],
+    commandLists: () => [...world.commands.values()],
+    commandMenu(chatId, languageCode = '') {
+      const scopes: CommandScope[] = [
+        { type: 'chat', chat_id: chatId },
+        { type: 'all_private_chats' },
+        { type: 'default' },
+      ];
+      for (const scope of scopes)
+        for (const language of languageCode ? [languageCode, ''] : ['']) {
+          const list = world.commands.get(scopeKey(scope, language));
+          if (list) return list.commands;
+        }
+      return [];
+    },
+    setFloodLimits,
+    replyDelay(chatId, messageId) {
+      const chat = world.messages.filter((m) => m.chat_id === chatId);
+      const asked = chat.find((m) => m.message_id === messageId && !m.from_bot);
+      if (!asked) throw new Error(`replyDelay: no message ${messageId} of a person in chat ${chatId}`);
+      const reply = chat.find((m) => m.from_bot && m.at >= asked.at && m.message_id > messageId);
+      return reply ? reply.at - asked.at : undefined;
+    },
+    deletions: (chatId) =>
+      world.messages
+        .filter((m) => m.deleted_at !== undefined && (chatId === undefined || m.chat_id === chatId))
+        .map((m) => ({
+          chat_id: m.chat_id,
+          message_id: m.message_id,
+          from_bot: m.from_bot,
+          at: m.deleted_at!,
+        }))
+        .sort((a, b) => a.at - b.at),
     on: (listener) => world.on(listener),
     async close() {
       world.close();
@@ -180,7 +294,30 @@ export async function startBotApiSim(opts: BotApiSimOptions = {}): Promise<BotAp
   };
 }
 
-type People = Pick<BotApiSim, 'sendText' | 'sendDocument' | 'press' | 'pushUpdate' | 'redeliver' | 'pay'>;
+type People = Pick<
+  BotApiSim,
+  'sendText' | 'burst' | 'sendDocument' | 'press' | 'pushUpdate' | 'redeliver' | 'pay'
+>;
+
+/** Stores a person's message and answers the update that carries it (not yet queued). */
+function write(world: World, from: SimUser, chat: SimChat, fields: Partial<StoredMessage>, date?: number) {
+  world.openChat(chat, from);
+  const m = world.addMessage(chat.id, telegramUser(from), { ...fields, ...(date ? { date } : {}) });
+  return { m, update: { [chat.type === 'channel' ? 'channel_post' : 'message']: toTelegram(m) } };
+}
+
+const chatOf = (from: SimUser, opts?: SendOptions): SimChat => opts?.chat ?? { id: from.id, type: 'private' };
+
+/** A text message's fields, refused as the Telegram apps would never send it. */
+function textFields(method: string, text: string): Partial<StoredMessage> {
+  if (text.trim() === '') throw new Error(`${method}: Telegram has no empty messages`);
+  if (text.length > MAX_MESSAGE_LENGTH)
+    throw new Error(
+      `${method}: ${text.length} characters; Telegram's apps split text over ${MAX_MESSAGE_LENGTH}`,
+    );
+  const entities = commandEntities(text);
+  return { text, extra: entities.length ? { entities } : {} };
+}
 
 /** What the simulated people do: each action stores its message and queues its update. */
 function createPeople(world: World, preCheckoutTimeoutMs: number): People {
@@ -189,20 +326,20 @@ function createPeople(world: World, preCheckoutTimeoutMs: number): People {
   const queryHead = randomInt(1_000_000_000, 9_999_999_999);
   const nextQueryId = () => `${queryHead}${String(++querySeq).padStart(9, '0')}`;
 
-  function post(from: SimUser, chat: SimChat, fields: Partial<StoredMessage>) {
-    world.openChat(chat, from);
-    const m = world.addMessage(chat.id, telegramUser(from), fields);
-    const updateId = world.push({ [chat.type === 'channel' ? 'channel_post' : 'message']: toTelegram(m) });
-    return Promise.resolve({ updateId, messageId: m.message_id });
+  function post(from: SimUser, chat: SimChat, fields: Partial<StoredMessage>, date?: number) {
+    const { m, update } = write(world, from, chat, fields, date);
+    return Promise.resolve({ updateId: world.push(update), messageId: m.message_id });
   }
-  const chatOf = (from: SimUser, opts?: SendOptions): SimChat =>
-    opts?.chat ?? { id: from.id, type: 'private' };
 
   return {
     async sendText(from, text, opts) {
-      if (text === '') throw new Error('sendText: Telegram has no empty messages');
-      const entities = commandEntities(text);
-      return post(from, chatOf(from, opts), { text, extra: entities.length ? { entities } : {} });
+      return post(from, chatOf(from, opts), textFields('sendText', text), opts?.date);
+    },
+    async burst(from, texts, opts) {
+      const fields = texts.map((t) => textFields('burst', t));
+      const written = fields.map((f) => write(world, from, chatOf(from, opts), f, opts?.date));
+      const updateIds = world.pushMany(written.map((w) => w.update));
+      return { updateIds, messageIds: written.map((w) => w.m.message_id) };
     },
     async sendDocument(from, doc, opts) {
       const content = typeof doc.content === 'string' ? Buffer.from(doc.content) : doc.content;

@@ -59,6 +59,15 @@ export async function say(
   return t.sim.waitFor(() => botMessages(t, who)[before], timeoutMs);
 }
 
+/**
+ * Sends the texts as the person all at once (one getUpdates batch), dated by the test's manual
+ * clock, since the bot counts a message at its `date`; answers the stand-in's ids. Nothing is
+ * awaited: the test waits for what it expects (waitFor, actedOn).
+ */
+export function burst(t: BotTestApp, who: SimUser, texts: string[]) {
+  return t.sim.burst(who, texts, { date: Math.floor(t.clock.now().getTime() / 1000) });
+}
+
 /** Waits until the update is acted on (its row in bot_updates), for updates that get no new message. */
 export async function actedOn(t: BotTestApp, updateId: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

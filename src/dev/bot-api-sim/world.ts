@@ -22,6 +22,8 @@ export interface SimUser {
   id: number;
   username?: string;
   first_name?: string;
+  /** The language of the person's Telegram app (default `en`): picks commands set per language. */
+  language_code?: string;
 }
 export interface SimChat {
   id: number;
@@ -48,6 +50,13 @@ export interface SimMessage {
   from_bot: boolean;
   /** The parse_mode the bot asked for, when it asked for one. */
   parse_mode?: string;
+  /**
+   * Date.now() when the stand-in stored the message (a person's send, or the bot's call that
+   * made it): tests measure from these how long a person waited for a reply.
+   */
+  at: number;
+  /** Date.now() when the message was deleted, once it was. */
+  deleted_at?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -137,18 +146,32 @@ export class World {
   confirmedOffset = 0;
   private allowedUpdates: string[] | undefined;
   private poller: Poller | undefined;
+  /** True while pushMany() queues: the updates are handed out together once all are queued. */
+  private holdWake = false;
 
   webhook: { url: string; secret?: string } | undefined;
   webhookError: { date: number; message: string } | undefined;
-  private pumping = false;
+  /** How many updates are POSTed at once (setWebhook's max_connections; Telegram's default 40). */
+  maxConnections = 40;
+  /** Updates being POSTed now, and the chats they are for: one at a time per chat. */
+  private readonly inFlight = new Set<Queued>();
+  private readonly busyChats = new Set<string>();
   closed = false;
 
   /** Callback queries sent, by id: each may be answered once. */
   readonly callbackQueries = new Map<string, { answered: boolean }>();
   /** Pre-checkout queries waiting for answerPreCheckoutQuery, by id. */
   readonly preCheckouts = new Map<string, (answer: { ok: boolean; errorMessage?: string }) => void>();
-  /** The bot's command list, as setMyCommands last set it. */
-  commands: Json[] = [];
+  /**
+   * The bot's command lists as setMyCommands set them, one per scope and language
+   * (key: scopeKey()); deleteMyCommands removes one, and Telegram then shows the next wider one.
+   */
+  readonly commands = new Map<string, CommandList>();
+  /** Optional per-chat and overall send limits, answered with 429 as Telegram does. */
+  private floodLimits: FloodLimits | undefined;
+  /** The times of the bot's recent sends, per chat and overall, for floodLimits. */
+  private readonly lastSend = new Map<number, number[]>();
+  private recentSends: number[] = [];
 
   private readonly listeners = new Set<(e: SimEvent) => void>();
 
@@ -201,6 +224,7 @@ export class World {
       from,
       chat: chat.chat,
       date: now(),
+      at: Date.now(),
       extra: {},
       ...fields,
     };
@@ -251,6 +275,21 @@ export class World {
     return updateId;
   }
 
+  /**
+   * Queues several updates at once: a poll waiting meanwhile is answered with all of them in
+   * one batch (push() one by one would wake it with the first alone), and a webhook gets them
+   * one after the other with no pause.
+   */
+  pushMany(updates: Json[]): number[] {
+    this.holdWake = true;
+    try {
+      return updates.map((u) => this.push(u));
+    } finally {
+      this.holdWake = false;
+      this.wake();
+    }
+  }
+
   redeliver(updateId: number): void {
     const update = this.history.get(updateId);
     if (!update) throw new Error(`redeliver: no update ${updateId} was ever sent`);
@@ -266,7 +305,12 @@ export class World {
     // (older) id for the next offset and be handed the newer ones a second time.
     if (entry.redelivery) this.pending.unshift(entry);
     else this.pending.push(entry);
-    if (this.webhook) void this.pump();
+    if (!this.holdWake) this.wake();
+  }
+
+  /** Hands what is queued to whoever takes updates: the webhook, or a poll waiting. */
+  private wake(): void {
+    if (this.webhook) this.pump();
     else if (this.poller) {
       const batch = this.take(this.poller.limit);
       if (batch.length) this.poller.finish(batch);
@@ -342,12 +386,13 @@ export class World {
 
   // ── webhook ───────────────────────────────────────────────────────────────────────────────
 
-  setWebhook(url: string, secret: string | undefined, dropPending: boolean): void {
+  setWebhook(url: string, secret: string | undefined, dropPending: boolean, maxConnections = 40): void {
     this.webhook = { url, ...(secret ? { secret } : {}) };
+    this.maxConnections = maxConnections;
     this.webhookError = undefined;
     if (dropPending) this.pending = [];
     this.poller?.finish(new ApiError(409, 'Conflict: terminated by setWebhook request'));
-    void this.pump();
+    this.pump();
   }
 
   deleteWebhook(dropPending: boolean): void {
@@ -355,26 +400,72 @@ export class World {
     if (dropPending) this.pending = [];
   }
 
-  /** Delivers queued updates to the webhook one at a time, in order, retrying each a few times. */
-  private async pump(): Promise<void> {
-    if (this.pumping) return;
-    this.pumping = true;
-    try {
-      for (let entry = this.pending[0]; entry && this.webhook && !this.closed; entry = this.pending[0]) {
-        const hook = this.webhook;
-        const delivered = await deliverUpdate(hook, entry.update, {
-          stillWanted: () => !this.closed && this.webhook === hook,
-          failed: (message) => {
-            this.webhookError = { date: now(), message };
-          },
-        });
-        // A webhook changed or removed meanwhile keeps the update queued for what comes next.
-        if (!delivered && this.webhook !== hook) continue;
-        this.pending = this.pending.filter((q) => q !== entry);
-      }
-    } finally {
-      this.pumping = false;
+  /**
+   * Delivers queued updates to the webhook as Telegram does, several at once (up to
+   * maxConnections) so one slow chat does not hold up the others, but one at a time per chat and
+   * in order, each retried a few times.
+   */
+  private pump(): void {
+    const hook = this.webhook;
+    if (!hook || this.closed) return;
+    for (const entry of this.pending) {
+      if (this.inFlight.size >= this.maxConnections) break;
+      const chat = chatOf(entry.update);
+      if (this.inFlight.has(entry) || this.busyChats.has(chat)) continue;
+      this.inFlight.add(entry);
+      this.busyChats.add(chat);
+      void this.deliver(hook, entry, chat);
     }
+  }
+
+  private async deliver(hook: { url: string; secret?: string }, entry: Queued, chat: string): Promise<void> {
+    const delivered = await deliverUpdate(hook, entry.update, {
+      stillWanted: () => !this.closed && this.webhook === hook,
+      failed: (message) => {
+        this.webhookError = { date: now(), message };
+      },
+    });
+    this.inFlight.delete(entry);
+    this.busyChats.delete(chat);
+    // A webhook changed or removed meanwhile keeps the update queued for what comes next.
+    if (delivered || this.webhook === hook) this.pending = this.pending.filter((q) => q !== entry);
+    this.pump();
+  }
+
+  // ── flood limits ──────────────────────────────────────────────────────────────────────────
+
+  /** Sets the limits (undefined: none); sends count from here on, under the new limits. */
+  setFloodLimits(limits: FloodLimits | undefined): void {
+    this.floodLimits = limits;
+    this.lastSend.clear();
+    this.recentSends = [];
+  }
+
+  /**
+   * Counts one message the bot sends to the chat, or refuses it with Telegram's 429 and the
+   * seconds to wait when floodLimits are on and the chat or the bot as a whole sent too many.
+   */
+  countSend(chatId: number): void {
+    const limits = this.floodLimits;
+    if (!limits) return;
+    const t = Date.now();
+    const inChat = (this.lastSend.get(chatId) ?? []).filter((x) => x > t - limits.perChat.windowMs);
+    this.recentSends = this.recentSends.filter((x) => x > t - limits.overall.windowMs);
+    let waitMs = 0;
+    if (inChat.length >= limits.perChat.messages)
+      waitMs = inChat[inChat.length - limits.perChat.messages]! + limits.perChat.windowMs - t;
+    if (this.recentSends.length >= limits.overall.messages)
+      waitMs = Math.max(
+        waitMs,
+        this.recentSends[this.recentSends.length - limits.overall.messages]! + limits.overall.windowMs - t,
+      );
+    if (waitMs > 0) {
+      const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
+      throw new ApiError(429, `Too Many Requests: retry after ${retryAfter}`, retryAfter);
+    }
+    inChat.push(t);
+    this.lastSend.set(chatId, inChat);
+    this.recentSends.push(t);
   }
 
   close(): void {
@@ -382,6 +473,41 @@ export class World {
     this.poller?.finish([]);
     this.listeners.clear();
   }
+}
+
+export interface FloodLimits {
+  /** At most `messages` sends to one chat in any `windowMs` (Telegram: about 1 a second). */
+  perChat: { messages: number; windowMs: number };
+  /** At most `messages` sends overall in any `windowMs` (Telegram: about 30 a second). */
+  overall: { messages: number; windowMs: number };
+}
+
+/** A BotCommandScope as setMyCommands takes it (Telegram's `type` names). */
+export type CommandScope =
+  | { type: 'default' }
+  | { type: 'all_private_chats' }
+  | { type: 'all_group_chats' }
+  | { type: 'all_chat_administrators' }
+  | { type: 'chat'; chat_id: number }
+  | { type: 'chat_administrators'; chat_id: number }
+  | { type: 'chat_member'; chat_id: number; user_id: number };
+
+/** One command list the bot set: its scope, its language ('' for every language) and commands. */
+export interface CommandList {
+  scope: CommandScope;
+  languageCode: string;
+  commands: { command: string; description: string }[];
+}
+
+/** The key a command list is stored under: the scope, its chat and user, and the language. */
+export function scopeKey(scope: CommandScope, languageCode = ''): string {
+  const where =
+    scope.type === 'chat' || scope.type === 'chat_administrators'
+      ? `${scope.type}:${scope.chat_id}`
+      : scope.type === 'chat_member'
+        ? `chat_member:${scope.chat_id}:${scope.user_id}`
+        : scope.type;
+  return `${where}|${languageCode}`;
 }
 
 function userNames(user: SimUser | undefined): Json {
@@ -393,7 +519,16 @@ function userNames(user: SimUser | undefined): Json {
 
 /** Telegram's user object for a simulated person. */
 export function telegramUser(user: SimUser): Json {
-  return { id: user.id, is_bot: false, ...userNames(user), language_code: 'en' };
+  return { id: user.id, is_bot: false, ...userNames(user), language_code: user.language_code ?? 'en' };
 }
+/** The chat an update belongs to (its person's, for a query), so one chat's go in order. */
+function chatOf(u: Update): string {
+  const body = u[updateKind(u)] as
+    | { chat?: { id?: unknown }; message?: { chat?: { id?: unknown } }; from?: { id?: unknown } }
+    | undefined;
+  const id = body?.chat?.id ?? body?.message?.chat?.id ?? body?.from?.id;
+  return id === undefined ? `update ${u.update_id}` : String(id);
+}
+
 /** The kind of an update: its one field besides update_id (message, callback_query …). */
 const updateKind = (u: Update) => Object.keys(u).find((k) => k !== 'update_id') ?? 'unknown';
