@@ -11,6 +11,7 @@ import { adminCall, createMerchant } from './helpers/app.ts';
 import {
   type BotTestApp,
   botMessages,
+  burst,
   createBotTestApp,
   fields,
   linkPerson,
@@ -22,11 +23,6 @@ import { redeem, uniqueCode } from './helpers/redeem.ts';
 const PLAYER = '5123456789';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Sends a burst of `n` messages from `who` as fast as the stand-in takes them. */
-async function burst(t: BotTestApp, who: SimUser, n: number, text = '/help') {
-  for (let i = 0; i < n; i++) await t.sim.sendText(who, text);
-}
-
 /**
  * A burst of 40 from one person, then one /help from another: the other's reply arrives within
  * 3 s (the goal is 1 s; the time is printed), and the burst gets 20 answers and one slow-down line.
@@ -37,7 +33,12 @@ async function burstBesideAnother(t: BotTestApp) {
   const other = await linkPerson(t, m.customerId, 'staff');
   t.clock.advance(20_000);
   const before = botMessages(t, flooder).length;
-  await burst(t, flooder, 40);
+  // All 40 queued at once: one batch for a poller, back to back for a webhook.
+  await burst(
+    t,
+    flooder,
+    Array.from({ length: 40 }, () => '/help'),
+  );
   const started = Date.now();
   const reply = await say(t, other, '/help', 10_000);
   const waited = Date.now() - started;
@@ -78,6 +79,31 @@ describe('long polling', () => {
       '/admin/v1/bot',
     );
     expect(r.polling_instance).toBe(r.this_instance);
+  });
+
+  test('the command menu follows the role: set at bind for the chat, gone at unbind (the default shows again)', async () => {
+    const m = await createMerchant(t);
+    const owner = await linkPerson(t, m.customerId, 'owner');
+    const staff = await linkPerson(t, m.customerId, 'staff');
+    const menu = (chatId: number) => t.sim.commandMenu(chatId).map((c) => c.command);
+    // Set right after the "Linked to" reply.
+    await t.sim.waitFor(() => menu(staff.id).includes('redeem') || undefined);
+    await t.sim.waitFor(() => menu(owner.id).includes('redeem') || undefined);
+    expect(menu(owner.id)).toEqual(
+      expect.arrayContaining(['help', 'redeem', 'topup', 'wallet', 'alerts', 'cancel']),
+    );
+    expect(menu(staff.id)).toEqual(expect.arrayContaining(['help', 'redeem', 'check', 'cancel']));
+    expect(menu(staff.id)).not.toContain('topup');
+    expect(t.sim.commands().map((c) => c.command)).toEqual(['start', 'help']);
+    const users = await adminCall<{ users: { user_id: string; telegram_user_id: number }[] }>(
+      t,
+      'GET',
+      `/admin/v1/customers/${m.customerId}/bot-users`,
+    );
+    const staffUser = users.users.find((u) => u.telegram_user_id === staff.id)!;
+    await adminCall(t, 'POST', `/admin/v1/bot-users/${staffUser.user_id}/unbind`);
+    expect(t.sim.commands({ type: 'chat', chat_id: staff.id })).toEqual([]);
+    expect(menu(staff.id)).toEqual(['start', 'help']);
   });
 });
 
