@@ -3,8 +3,9 @@
 // customer's bound people and an unbind (asked first; cancel sends nothing), a link made after a
 // confirmation and shown once, which binds the person who opens it; the Top-ups page with a live
 // `/topup` request approved (credited once, gone from pending, the person told) and another
-// rejected with a reason; a viewer sees all of it and no button; with no bot the link control is
-// off with a note; a payment that credited nothing is listed as unmatched with its charge id. No CSP violation and no script error is allowed. Saves docs/console-bot.png.
+// rejected with a reason; a payment that credited nothing listed as unmatched with its charge id;
+// a viewer sees all of it and no button; with no bot the link control is off with a note. No CSP
+// violation and no script error is allowed. Saves docs/console-bot.png.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
