@@ -404,13 +404,18 @@ describe('a pending request is the person’s and the customer’s', () => {
     const other = await linkPerson(t, m.customerId, 'owner', person('owner2'));
     const mine = await invoiceOf(who, '10');
     const theirs = await invoiceOf(other, '11');
-    const voided = await cancelPendingTopups(t.ctx.db, t.ctx.clock, {
+    const voided = await cancelPendingTopups(t.ctx.db, {
       botUserId: await botUserId(m.customerId, who),
       customerId: m.customerId,
+      now: t.clock.now(),
     });
     expect(voided).toEqual([mine.invoice!.payload]);
     expect(
-      await cancelPendingTopups(t.ctx.db, t.ctx.clock, { telegramUserId: who.id, customerId: m.customerId }),
+      await cancelPendingTopups(t.ctx.db, {
+        telegramUserId: who.id,
+        customerId: m.customerId,
+        now: t.clock.now(),
+      }),
     ).toEqual([]);
     expect(await listed(`customer_id=${m.customerId}`)).toMatchObject([
       { id: theirs.invoice!.payload, state: 'pending' },

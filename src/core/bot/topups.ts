@@ -337,12 +337,12 @@ export async function voidCustomerTopups(tx: Queryable, now: Date, customerId: n
 /**
  * The person's pending top-up confirmations for the customer, voided (the chat's /cancel): their
  * requests and invoices can no longer be paid or approved. Name the person by their binding
- * (`botUserId`) or their Telegram id. Returns the ids voided (none: there was nothing pending).
+ * (`botUserId`) or their Telegram id; `decidedBy` defaults to `telegram:<id>`. Run it in the
+ * transaction of the update that asked. Returns the ids voided (none: nothing was pending).
  */
 export async function cancelPendingTopups(
   q: Queryable,
-  clock: Clock,
-  who: { botUserId?: string; telegramUserId?: number; customerId: number; decidedBy?: string },
+  who: { botUserId?: string; telegramUserId?: number; customerId: number; now: Date; decidedBy?: string },
 ): Promise<string[]> {
   let telegramUserId = who.telegramUserId;
   if (telegramUserId === undefined) {
@@ -354,7 +354,7 @@ export async function cancelPendingTopups(
     if (!r.rows[0]) return [];
     telegramUserId = Number(r.rows[0].telegramUserId);
   }
-  return voidPendingTopups(q, clock.now(), {
+  return voidPendingTopups(q, who.now, {
     customerId: who.customerId,
     telegramUserId,
     decidedBy: who.decidedBy ?? `telegram:${telegramUserId}`,
