@@ -73,6 +73,7 @@ describe('top-ups decided by an operator (no payment provider)', () => {
         created_at: expect.any(String),
         decided_at: null,
         decided_by: null,
+        reason: null,
       },
     ]);
     const before = botMessages(t, who).length;

@@ -275,7 +275,7 @@ describe('admin topups …', () => {
     const lines = listed.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('top-up requests, newest first:');
     expect(lines[1]).toMatch(
-      /^ {2}id +customer +mode +usd +state +telegram_id +created_at +decided_at +decided_by$/,
+      /^ {2}id +customer +mode +usd +state +telegram_id +created_at +decided_at +decided_by +note$/,
     );
     expect(lines.slice(2).map((l) => l.trim().split(/\s{2,}/))).toEqual([
       [
@@ -288,6 +288,7 @@ describe('admin topups …', () => {
         expect.stringMatching(/^2026-11-22T09:00:/),
         '-',
         '-',
+        '-',
       ],
       [
         first,
@@ -297,6 +298,7 @@ describe('admin topups …', () => {
         'pending',
         String(owner.id),
         expect.stringMatching(/^2026-11-22T09:00:/),
+        '-',
         '-',
         '-',
       ],
@@ -329,6 +331,7 @@ describe('admin topups …', () => {
         created_at: expect.any(String),
         decided_at: expect.any(String),
         decided_by: 'root',
+        reason: null,
       },
       balance_usd: 25,
     });

@@ -3,8 +3,9 @@
 // customer's bound people and an unbind (asked first; cancel sends nothing), a link made after a
 // confirmation and shown once, which binds the person who opens it; the Top-ups page with a live
 // `/topup` request approved (credited once, gone from pending, the person told) and another
-// rejected with a reason; a viewer sees all of it and no button; with no bot the link control is
-// off with a note. No CSP violation and no script error is allowed. Saves docs/console-bot.png.
+// rejected with a reason; a payment that credited nothing listed as unmatched with its charge id;
+// a viewer sees all of it and no button; with no bot the link control is off with a note. No CSP
+// violation and no script error is allowed. Saves docs/console-bot.png.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -241,6 +242,44 @@ describe.skipIf(!haveChromium)('the chat bot in the console', () => {
     expect(states).toEqual(['rejected', 'approved']);
     expect(await page.locator('[data-approve], [data-reject]').count()).toBe(0);
     expect(await page.locator('[data-table=topups]').textContent()).toContain('by root');
+  });
+
+  test('Top-ups: a payment that credited nothing is listed as unmatched, with its charge id and no button', async () => {
+    const owner = await linkPerson(t, m.customerId, 'owner', person('cent'));
+    const asked = await say(t, owner, '/topup 10');
+    const id = /Top-up request (tpr_[A-Za-z0-9]+) made/.exec(asked.text ?? '')?.[1];
+    expect(id, asked.text).toBeDefined();
+    // One cent for a 10.00 request, as Telegram would deliver it.
+    const chargeId = `tg_console_${owner.id}`;
+    const before = botMessages(t, owner).length;
+    t.sim.pushUpdate({
+      message: {
+        chat: { id: owner.id, type: 'private' },
+        from: { id: owner.id, is_bot: false, first_name: owner.first_name },
+        successful_payment: {
+          currency: 'USD',
+          total_amount: 1,
+          invoice_payload: id,
+          telegram_payment_charge_id: chargeId,
+          provider_payment_charge_id: `prov_${chargeId}`,
+        },
+      },
+    });
+    expect((await t.sim.waitFor(() => botMessages(t, owner)[before])).text).toMatch(/not credited/);
+
+    await page.click('nav a[data-nav=topups]');
+    await page.selectOption('select[name=state]', 'unmatched');
+    const row = page.locator('[data-table=topups] tbody tr', {
+      has: page.locator(`[data-charge="${chargeId}"]`),
+    });
+    await row.waitFor();
+    const cells = await row.locator('td').allTextContents();
+    expect(cells.slice(2, 6)).toEqual(['live', '$0.01', 'unmatched', `@${owner.username} (${owner.id})`]);
+    expect(cells[8]).toBe(`charge ${chargeId}: 1 USD (smallest unit), amount or currency differs; refund it`);
+    expect(await row.locator('[data-approve], [data-reject]').count()).toBe(0);
+    // The request it named is still pending, with its buttons.
+    await page.selectOption('select[name=state]', 'pending');
+    await page.waitForSelector(`[data-approve="${id}"]`);
   });
 
   test('a viewer sees the people and the requests, and no button', async () => {

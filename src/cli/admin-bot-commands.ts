@@ -29,6 +29,16 @@ function formatBotUsers(a: Json, customerId: string): string[] {
   ];
 }
 
+/**
+ * What else a row says: for an unmatched payment, what the operator refunds (the Telegram charge
+ * id, what was paid, why it credited nothing); for a request, the reason it was rejected or voided.
+ */
+function noteOf(r: Json): string {
+  if (r.state === 'unmatched')
+    return `charge ${cell(r.telegram_payment_charge_id)}, paid ${cell(r.total_amount)} ${cell(r.currency)} (smallest unit), ${cell(r.reason)}; refund it`;
+  return cell(r.reason);
+}
+
 function formatTopups(a: Json): string[] {
   const requests = Array.isArray(a.requests) ? a.requests.filter(isObject) : [];
   if (!requests.length) return ['no top-up requests'];
@@ -42,11 +52,23 @@ function formatTopups(a: Json): string[] {
     cell(r.created_at),
     cell(r.decided_at),
     cell(r.decided_by),
+    noteOf(r),
   ]);
   return [
     'top-up requests, newest first:',
     ...table(
-      ['id', 'customer', 'mode', 'usd', 'state', 'telegram_id', 'created_at', 'decided_at', 'decided_by'],
+      [
+        'id',
+        'customer',
+        'mode',
+        'usd',
+        'state',
+        'telegram_id',
+        'created_at',
+        'decided_at',
+        'decided_by',
+        'note',
+      ],
       rows,
     ),
   ];
@@ -108,8 +130,9 @@ export const BOT_COMMANDS: Command[] = [
   {
     name: 'topups list',
     args: [],
-    synopsis: '[--state pending|paid|approved|rejected|expired] [--customer ID]',
-    summary: 'wallet top-up requests made in the chat bot, newest first',
+    synopsis: '[--state pending|paid|approved|rejected|expired|unmatched] [--customer ID]',
+    summary:
+      'wallet top-up requests made in the chat bot, and payments that credited nothing (unmatched), newest first',
     options: { state: { type: 'string' }, customer: { type: 'string' } },
     request: async (p) => ({
       method: 'GET',

@@ -395,13 +395,20 @@ export async function checkInvariants(
   const paymentsOf = new Map<string, Set<number>>();
   for (const p of (
     await db.query<{ requestId: string; entry: number }>(
-      `select request_id as "requestId", ledger_entry as entry from topup_payments`,
+      `select request_id as "requestId", ledger_entry as entry from topup_payments where outcome = 'credited'`,
     )
   ).rows) {
     const set = paymentsOf.get(p.requestId) ?? new Set<number>();
     set.add(Number(p.entry));
     paymentsOf.set(p.requestId, set);
   }
+  // A payment that matched no request it may pay credits nothing (it waits for a refund).
+  for (const p of (
+    await db.query<{ chargeId: string }>(
+      `select charge_id as "chargeId" from topup_payments where outcome = 'unmatched' and ledger_entry is not null`,
+    )
+  ).rows)
+    v(`unmatched payment ${p.chargeId} has a ledger entry`);
   const creditsOf = new Map<string, number>();
   // Test top-ups the chat sent, by customer and amount (unique per customer), and their credits.
   const sentTests = new Map<string, { confirmed: boolean; credited: number }>();

@@ -5,14 +5,13 @@ import type { Bot } from 'grammy';
 import { loadAccountState, spendableMicros, today } from '../../core/accounts/accounts.ts';
 import { recentLedgerEntries } from '../../core/billing/wallet.ts';
 import { telegramActor } from '../../core/bot/links.ts';
+import { preCheckoutRefusal, recordPayment, unmatchedLine } from '../../core/bot/topup-payments.ts';
 import {
   createTopupRequest,
   creditTestTopup,
   invoiceAmount,
   parseTopupUsd,
   pendingTopups,
-  preCheckoutRefusal,
-  recordPayment,
 } from '../../core/bot/topups.ts';
 import { isoUtc } from '../../core/clock.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
@@ -100,6 +99,7 @@ async function topup(c: BotContext & { match: string }) {
     createTopupRequest(tx, c.app.clock, {
       customerId: person.customerId,
       usdMicros: micros,
+      botUserId: person.id,
       telegramUserId: person.telegramUserId,
       chatId: c.chat!.id,
     }),
@@ -114,7 +114,9 @@ async function topup(c: BotContext & { match: string }) {
       request.id,
       currency,
       [{ label: 'Wallet top-up', amount: invoiceAmount(micros) }],
-      { provider_token: provider },
+      // A start parameter makes a forwarded copy of the invoice a link to the bot, not a Pay
+      // button: the invoice is paid in the chat it was sent to.
+      { provider_token: provider, start_parameter: 'topup' },
     );
     return;
   }
@@ -127,7 +129,10 @@ async function topup(c: BotContext & { match: string }) {
   );
 }
 
-/** Telegram asks before charging: yes only for a pending request of that amount and currency. */
+/**
+ * Telegram asks before charging: yes only when the payer is a linked owner of the request's
+ * customer, the request is pending, and the amount and currency are the invoice's.
+ */
 async function preCheckout(c: BotContext) {
   const q = c.preCheckoutQuery!;
   const verdict = await actOnce(c, 'pre_checkout', async (tx) => ({
@@ -136,6 +141,7 @@ async function preCheckout(c: BotContext) {
       totalAmount: q.total_amount,
       currency: q.currency,
       expectedCurrency: c.app.config.BOT_PAYMENT_CURRENCY,
+      telegramUserId: q.from.id,
     }),
   }));
   if (!verdict) return;
@@ -143,18 +149,32 @@ async function preCheckout(c: BotContext) {
   else await c.answerPreCheckoutQuery(false, { error_message: verdict.refusal });
 }
 
-/** The payment happened: credited once per charge id, whoever is linked now (money is never dropped). */
+/**
+ * The payment happened: recorded once per charge id. It credits the wallet only when it matches a
+ * pending request of a customer the payer owns; otherwise it is kept unmatched for a refund and
+ * the payer gets one line that names nobody else's numbers.
+ */
 async function paid(c: BotContext) {
   const p = c.message!.successful_payment!;
-  const credited = await actOnce(c, 'payment', (tx) =>
+  const outcome = await actOnce(c, 'payment', (tx) =>
     recordPayment(tx, c.app.clock, telegramActor(c.from!.id, c.requestId), {
-      requestId: p.invoice_payload,
+      payload: p.invoice_payload,
+      totalAmount: p.total_amount,
+      currency: p.currency,
+      expectedCurrency: c.app.config.BOT_PAYMENT_CURRENCY,
+      telegramUserId: c.from!.id,
+      chatId: c.chat!.id,
       chargeId: p.telegram_payment_charge_id,
       providerChargeId: p.provider_payment_charge_id ?? null,
     }),
   );
-  if (!credited) return;
-  const { request } = credited;
+  if (!outcome) return;
+  if (outcome.kind === 'unmatched') {
+    await c.reply(unmatchedLine(outcome.mismatch));
+    return;
+  }
+  const { request } = outcome;
+  // The payer is a linked owner of this customer (recordPayment checked): their own balance.
   const balance = await balanceOf(c, request.customerId, request.mode);
   await c.reply(
     inMode(

@@ -1,15 +1,36 @@
 // Top-ups (contract 14.5): the wallet top-up requests owners make in the chat bot, pending ones
 // first of all, across customers (#/topups?state=&customer_id=). Approve credits the wallet once
 // (the API makes a second send a no-op); reject asks for a reason the person is told. Both ask
-// first (contract 13.3), and a viewer sees neither (the API refuses them anyway).
+// first (contract 13.3), and a viewer sees neither (the API refuses them anyway). Payments that
+// credited nothing (state `unmatched`: a wrong amount, someone else's invoice, a voided request)
+// are listed too, with the Telegram charge id the operator refunds; they have no buttons.
 import { api, qs } from './api.js';
 import { h, put, statusLine, table, usd, when } from './dom.js';
 
-const STATES = ['pending', 'paid', 'approved', 'rejected', 'expired'];
+const STATES = ['pending', 'paid', 'approved', 'rejected', 'expired', 'unmatched'];
+
+/** Why a payment credited nothing, in words (the API's reason codes). */
+const UNMATCHED_WHY = {
+  unknown_request: 'names no known request',
+  not_owner: 'payer is not an owner of the customer',
+  not_pending: 'request no longer pending',
+  amount_mismatch: 'amount or currency differs',
+};
+
+/** What a row adds: an unmatched payment's charge id, amount and why; a request's reason. */
+const noteCell = (q) =>
+  q.state === 'unmatched'
+    ? h(
+        'span',
+        { 'data-charge': q.telegram_payment_charge_id },
+        `charge ${q.telegram_payment_charge_id}: ${q.total_amount} ${q.currency} (smallest unit), ${UNMATCHED_WHY[q.reason] ?? q.reason}; refund it`,
+      )
+    : (q.reason ?? '');
 
 /** Names for the customers of the requests: their name, and @username per Telegram id. */
 async function namesOf(requests) {
-  const ids = [...new Set(requests.map((r) => r.customer_id))];
+  // An unmatched payment may name no customer at all (customer_id null).
+  const ids = [...new Set(requests.map((r) => r.customer_id).filter((id) => id !== null))];
   const customers = new Map();
   const people = new Map();
   await Promise.all(
@@ -55,20 +76,22 @@ async function decide(req, verb, status, reload) {
 }
 
 const customerCell = (names) => (q) =>
-  h(
-    'a',
-    { href: `#/customers/${q.customer_id}` },
-    names.customers.has(q.customer_id)
-      ? `${names.customers.get(q.customer_id)} #${q.customer_id}`
-      : `#${q.customer_id}`,
-  );
+  q.customer_id === null
+    ? '—'
+    : h(
+        'a',
+        { href: `#/customers/${q.customer_id}` },
+        names.customers.has(q.customer_id)
+          ? `${names.customers.get(q.customer_id)} #${q.customer_id}`
+          : `#${q.customer_id}`,
+      );
 
 const askerCell = (names) => (q) =>
   names.people.has(q.telegram_user_id)
     ? `@${names.people.get(q.telegram_user_id)} (${q.telegram_user_id})`
     : `Telegram user ${q.telegram_user_id}`;
 
-/** Approve and Reject for a pending request; `act(q, verb)` runs one. */
+/** Approve and Reject for a pending request (an unmatched payment is refunded, never decided). */
 const decideCell = (act) => (q) =>
   q.state !== 'pending'
     ? ''
@@ -105,6 +128,7 @@ function columns(names, act) {
       'Decided',
       (q) => (q.decided_at ? `${when(q.decided_at)}${q.decided_by ? ` by ${q.decided_by}` : ''}` : '—'),
     ],
+    ['Note', noteCell],
   ];
   // A viewer gets no column of buttons at all (and the API would refuse them).
   if (document.body.dataset.role !== 'viewer') cols.push(['', decideCell(act)]);
@@ -148,7 +172,7 @@ export async function render(main) {
     h('header.page', h('h2', 'Top-ups')),
     h(
       'p.muted',
-      'Wallet top-ups asked for in the chat bot (/topup in live mode, with no payment provider set). Approving credits the wallet once; the person is told either way.',
+      'Wallet top-ups asked for in the chat bot (/topup in live mode). Approving credits the wallet once; the person is told either way. Unmatched: Telegram payments that credited nothing, to refund by their charge id.',
     ),
     h(
       'form.filters',

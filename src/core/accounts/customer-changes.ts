@@ -1,7 +1,7 @@
 // The operator's changes to customers, plans and subscriptions (contract 10 and 13.2): each is
 // one transaction that makes the change and writes its audit row, so the row exists exactly when
 // the change committed.
-import type { Database } from '../../db/database.ts';
+import type { Database, Queryable } from '../../db/database.ts';
 import { type Clock, isoUtc } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { usdNumber } from '../money.ts';
@@ -50,14 +50,25 @@ export async function createCustomerAs(deps: ChangeDeps, actor: Actor, name: str
   });
 }
 
-export async function disableCustomerAs(deps: ChangeDeps, actor: Actor, customerId: number): Promise<void> {
+/**
+ * Disables a customer. `alsoVoid` runs in the same transaction, for what the disable voids in
+ * other wings (the chat's pending top-ups: core/bot imports this wing, so it is handed in); what
+ * it returns is added to the audit row's details.
+ */
+export async function disableCustomerAs(
+  deps: ChangeDeps,
+  actor: Actor,
+  customerId: number,
+  alsoVoid?: (tx: Queryable) => Promise<Record<string, unknown>>,
+): Promise<void> {
   await deps.db.transaction(async (tx) => {
     if (!(await disableCustomer(tx, customerId, deps.clock)))
       throw new ApiError('not_found', 'unknown customer');
+    const details = alsoVoid ? await alsoVoid(tx) : {};
     await recordAudit(
       tx,
       actor,
-      { action: 'customer.disable', customerId, target: String(customerId), details: {} },
+      { action: 'customer.disable', customerId, target: String(customerId), details },
       deps.clock,
     );
   });

@@ -9,6 +9,7 @@ import { randomBase62 } from '../ids.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import type { Mode } from '../vocabulary.ts';
+import { voidPendingTopups } from './topups.ts';
 
 export type BotRole = 'owner' | 'staff';
 export const BOT_ROLES: readonly BotRole[] = ['owner', 'staff'];
@@ -99,8 +100,8 @@ export async function bindWithToken(
   if (new Date(link.expiresAt).getTime() <= now.getTime()) return { kind: 'expired' };
   if (link.disabled) return { kind: 'disabled' };
   const current = (
-    await tx.query<{ id: string; customerId: number }>(
-      `select id, customer_id as "customerId" from bot_users where telegram_user_id = $1 and unbound_at is null
+    await tx.query<{ id: string; customerId: number; role: BotRole }>(
+      `select id, customer_id as "customerId", role from bot_users where telegram_user_id = $1 and unbound_at is null
         for update`,
       [input.telegramUserId],
     )
@@ -111,6 +112,15 @@ export async function bindWithToken(
     now,
     input.telegramUserId,
   ]);
+  // The person's pending top-ups were theirs as an owner of that customer: bound elsewhere, or
+  // again as staff, they can no longer be paid or approved.
+  const nowStaff = current !== undefined && current.role === 'owner' && link.role !== 'owner';
+  const voided = await voidPendingTopups(tx, now, {
+    telegramUserId: input.telegramUserId,
+    ...(nowStaff ? {} : { exceptCustomerId: Number(link.customerId) }),
+    decidedBy: `telegram:${input.telegramUserId}`,
+    why: nowStaff ? 'the person was bound again as staff' : 'the person was bound to another customer',
+  });
   let userId: string;
   if (current) {
     userId = current.id;
@@ -133,7 +143,12 @@ export async function bindWithToken(
       action: 'bot.bind',
       customerId: Number(link.customerId),
       target: userId,
-      details: { role: link.role, link_id: link.id, telegram_user_id: input.telegramUserId },
+      details: {
+        role: link.role,
+        link_id: link.id,
+        telegram_user_id: input.telegramUserId,
+        ...(voided.length ? { voided_topups: voided } : {}),
+      },
     },
     clock,
   );
@@ -225,6 +240,13 @@ export async function unbindBotUser(
     );
     const row = r.rows[0];
     if (!row) throw new ApiError('not_found', 'unknown or already unbound bot user');
+    // What the person asked for as this customer's owner is void once they are not linked.
+    const voided = await voidPendingTopups(tx, deps.clock.now(), {
+      customerId: Number(row.customerId),
+      telegramUserId: Number(row.telegramUserId),
+      decidedBy: actor.name,
+      why: 'the person was unbound',
+    });
     await recordAudit(
       tx,
       actor,
@@ -232,7 +254,11 @@ export async function unbindBotUser(
         action: 'bot.unbind',
         customerId: Number(row.customerId),
         target: userId,
-        details: { role: row.role, telegram_user_id: Number(row.telegramUserId) },
+        details: {
+          role: row.role,
+          telegram_user_id: Number(row.telegramUserId),
+          ...(voided.length ? { voided_topups: voided } : {}),
+        },
       },
       deps.clock,
     );

@@ -1,8 +1,14 @@
 // Wallet top-ups from the chat (contract 14.5). Test mode credits the test wallet at once; a live
-// top-up is a request (`tpr_…`, pending for 7 days) paid with a Telegram invoice or decided by an
-// operator. Every credit is one ledger entry through appendLedger (the one writer of the ledger),
-// with its audit row, in one transaction: a payment once per Telegram charge id (topup_payments),
-// an approval once per request (its state moves once from `pending`).
+// top-up is a request (`tpr_…`, pending for 7 days) paid with a Telegram invoice (topup-payments.ts)
+// or decided by an operator. Every credit is one ledger entry through appendLedger (the one writer
+// of the ledger), with its audit row, in one transaction: an approval once per request (its state
+// moves once from `pending`).
+//
+// A pending request belongs to the person who asked (their bot_users row) and to the customer:
+// unbinding the person, binding them elsewhere (or again as staff), disabling the customer or the
+// person's /cancel voids it, in the transaction of that change. A voided request shows the state
+// `rejected`, decided_by the one who made the change and a reason starting with `voided:`; it
+// can no longer be paid or approved.
 import type { Queryable } from '../../db/database.ts';
 import { appendLedger } from '../billing/wallet.ts';
 import { type Clock, isoUtc } from '../clock.ts';
@@ -18,6 +24,9 @@ export const MIN_TOPUP_MICROS = 1_000_000;
 export const MAX_TOPUP_MICROS = 10_000 * 1_000_000;
 
 export type TopupState = 'pending' | 'paid' | 'approved' | 'rejected' | 'expired';
+/** The states GET /admin/v1/topup-requests filters on: a request's, or an unmatched payment's. */
+export const TOPUP_LIST_STATES = ['pending', 'paid', 'approved', 'rejected', 'expired', 'unmatched'] as const;
+export type TopupListState = (typeof TOPUP_LIST_STATES)[number];
 
 /** `/topup <usd>`'s amount: 1 to 10,000 with at most 2 decimals, as micro-dollars; null otherwise. */
 export function parseTopupUsd(text: string): number | null {
@@ -27,7 +36,7 @@ export function parseTopupUsd(text: string): number | null {
   return micros >= MIN_TOPUP_MICROS && micros <= MAX_TOPUP_MICROS ? micros : null;
 }
 
-interface TopupRow {
+export interface TopupRow {
   id: string;
   customerId: number;
   mode: Mode;
@@ -39,13 +48,14 @@ interface TopupRow {
   expiresAt: Date;
   decidedAt: Date | null;
   decidedBy: string | null;
+  reason: string | null;
 }
 
 const COLUMNS = `id, customer_id as "customerId", mode, usd_micros as "usdMicros", state,
   telegram_user_id as "telegramUserId", chat_id as "chatId", created_at as "createdAt", expires_at as "expiresAt",
-  decided_at as "decidedAt", decided_by as "decidedBy"`;
+  decided_at as "decidedAt", decided_by as "decidedBy", reason`;
 
-function rowFrom(r: TopupRow): TopupRow {
+export function rowFrom(r: TopupRow): TopupRow {
   return {
     ...r,
     customerId: Number(r.customerId),
@@ -67,6 +77,7 @@ export function topupView(r: TopupRow) {
     created_at: isoUtc(r.createdAt),
     decided_at: r.decidedAt ? isoUtc(r.decidedAt) : null,
     decided_by: r.decidedBy,
+    reason: r.reason,
   };
 }
 
@@ -74,7 +85,7 @@ export function topupView(r: TopupRow) {
  * A top-up credited: one `topup` ledger entry through appendLedger (the one writer of the
  * ledger) and its `wallet.topup` audit row, in the caller's transaction. Returns the entry's id.
  */
-async function creditTopup(
+export async function creditTopup(
   tx: Queryable,
   clock: Clock,
   actor: Actor,
@@ -130,20 +141,22 @@ export async function creditTestTopup(
   });
 }
 
-/** A live top-up request, pending for 7 days. */
+/** A live top-up request of the person (their binding) for the customer, pending for 7 days. */
 export async function createTopupRequest(
   tx: Queryable,
   clock: Clock,
-  input: { customerId: number; usdMicros: number; telegramUserId: number; chatId: number },
+  input: { customerId: number; usdMicros: number; botUserId: string; telegramUserId: number; chatId: number },
 ): Promise<TopupRow> {
   const now = clock.now();
   const r = await tx.query<TopupRow>(
-    `insert into topup_requests (id, customer_id, mode, usd_micros, state, telegram_user_id, chat_id, created_at, expires_at)
-     values ($1, $2, 'live', $3, 'pending', $4, $5, $6, $7) returning ${COLUMNS}`,
+    `insert into topup_requests (id, customer_id, mode, usd_micros, state, bot_user_id, telegram_user_id, chat_id,
+                                 created_at, expires_at)
+     values ($1, $2, 'live', $3, 'pending', $4, $5, $6, $7, $8) returning ${COLUMNS}`,
     [
       `tpr_${randomBase62(24)}`,
       input.customerId,
       input.usdMicros,
+      input.botUserId,
       input.telegramUserId,
       input.chatId,
       now,
@@ -171,7 +184,13 @@ export async function pendingTopups(q: Queryable, customerId: number) {
   return listTopupRequests(q, { state: 'pending', customerId, limit: 10 });
 }
 
-async function lockRequest(tx: Queryable, id: string): Promise<TopupRow | null> {
+/** A request by id, unlocked (the pre-checkout only reads it). */
+export async function findRequest(q: Queryable, id: string): Promise<TopupRow | null> {
+  const r = await q.query<TopupRow>(`select ${COLUMNS} from topup_requests where id = $1`, [id]);
+  return r.rows[0] ? rowFrom(r.rows[0]) : null;
+}
+
+export async function lockRequest(tx: Queryable, id: string): Promise<TopupRow | null> {
   const r = await tx.query<TopupRow>(`select ${COLUMNS} from topup_requests where id = $1 for update`, [id]);
   return r.rows[0] ? rowFrom(r.rows[0]) : null;
 }
@@ -214,7 +233,10 @@ export async function approveTopup(
       `update topup_requests set state = 'approved', decided_at = $2, decided_by = $3 where id = $1`,
       [row.id, now, actor.name],
     );
-    return { request: { ...row, state: 'approved', decidedAt: now, decidedBy: actor.name }, credited: true };
+    return {
+      request: { ...row, state: 'approved', decidedAt: now, decidedBy: actor.name, reason: null },
+      credited: true,
+    };
   });
 }
 
@@ -246,70 +268,8 @@ export async function rejectTopup(
       },
       deps.clock,
     );
-    return { ...row, state: 'rejected', decidedAt: now, decidedBy: actor.name };
+    return { ...row, state: 'rejected', decidedAt: now, decidedBy: actor.name, reason };
   });
-}
-
-/** The invoice's amount in the currency's smallest unit (two decimals: cents). */
-export const invoiceAmount = (usdMicros: number) => Math.round(usdMicros / 10_000);
-
-/** A pre-checkout is accepted only for a pending request of that amount and currency; else why not. */
-export async function preCheckoutRefusal(
-  q: Queryable,
-  now: Date,
-  input: { payload: string; totalAmount: number; currency: string; expectedCurrency: string },
-): Promise<string | null> {
-  const r = await q.query<TopupRow>(`select ${COLUMNS} from topup_requests where id = $1`, [input.payload]);
-  const row = r.rows[0] ? rowFrom(r.rows[0]) : null;
-  if (!row) return 'This top-up request is unknown.';
-  if (row.state !== 'pending' || row.expiresAt.getTime() <= now.getTime())
-    return `This top-up request is ${row.state === 'pending' ? 'expired' : row.state}; send /topup again.`;
-  if (input.currency !== input.expectedCurrency || input.totalAmount !== invoiceAmount(row.usdMicros))
-    return 'The amount or currency does not match the top-up request.';
-  return null;
-}
-
-/**
- * A successful payment: credits the request's amount once per Telegram charge id (a payment
- * delivered twice credits once), marks the request paid. Runs in the update's transaction.
- * Returns null when that charge was credited before.
- */
-export async function recordPayment(
-  tx: Queryable,
-  clock: Clock,
-  actor: Actor,
-  input: { requestId: string; chargeId: string; providerChargeId: string | null },
-): Promise<{ request: TopupRow } | null> {
-  const now = clock.now();
-  const row = await lockRequest(tx, input.requestId);
-  if (!row) throw new Error(`payment for an unknown top-up request ${input.requestId}`);
-  const seen = await tx.query('select 1 from topup_payments where charge_id = $1', [input.chargeId]);
-  if (seen.rows.length > 0) return null;
-  const note = `telegram payment ${input.chargeId} (provider ${input.providerChargeId ?? '-'}) for ${row.id}`;
-  const entryId = await creditTopup(tx, clock, actor, {
-    customerId: row.customerId,
-    mode: row.mode,
-    usdMicros: row.usdMicros,
-    note,
-    reference: row.id,
-    details: {
-      topup_request: row.id,
-      telegram_payment_charge_id: input.chargeId,
-      provider_payment_charge_id: input.providerChargeId,
-    },
-  });
-  await tx.query(
-    `insert into topup_payments (charge_id, provider_charge_id, request_id, ledger_entry, created_at)
-     values ($1, $2, $3, $4, $5)`,
-    [input.chargeId, input.providerChargeId, row.id, entryId, now],
-  );
-  // Money received is credited whatever the request's state; the request records it was paid.
-  await tx.query(
-    `update topup_requests set state = 'paid', decided_at = coalesce(decided_at, $2), decided_by = $3
-                   where id = $1 and state in ('pending', 'expired')`,
-    [row.id, now, actor.name],
-  );
-  return { request: { ...row, state: 'paid' } };
 }
 
 /** Pending requests past their 7 days: expired; returned so the person can be told. */
@@ -320,4 +280,84 @@ export async function expireTopups(q: Queryable, now: Date): Promise<TopupRow[]>
     [now],
   );
   return r.rows.map(rowFrom);
+}
+
+/** The invoice's amount in the currency's smallest unit (two decimals: cents). */
+export const invoiceAmount = (usdMicros: number) => Math.round(usdMicros / 10_000);
+
+/**
+ * Voids pending requests, in the caller's transaction (the one of the change that voids them):
+ * state `rejected`, decided now by `decidedBy`, reason `voided: <why>`. Which requests: the
+ * customer's (`customerId` alone: the customer was disabled), the person's for that customer
+ * (`customerId` with `telegramUserId`), or the person's for any customer but `exceptCustomerId`
+ * (they were bound elsewhere). Returns the ids voided.
+ */
+export async function voidPendingTopups(
+  tx: Queryable,
+  now: Date,
+  x: {
+    customerId?: number;
+    telegramUserId?: number;
+    exceptCustomerId?: number;
+    decidedBy: string;
+    why: string;
+  },
+): Promise<string[]> {
+  if (x.customerId === undefined && x.telegramUserId === undefined)
+    throw new Error('voidPendingTopups: name the customer, the person or both');
+  const r = await tx.query<{ id: string }>(
+    `update topup_requests set state = 'rejected', decided_at = $1, decided_by = $2, reason = $3
+      where state = 'pending'
+        and ($4::bigint is null or customer_id = $4)
+        and ($5::bigint is null or telegram_user_id = $5)
+        and ($6::bigint is null or customer_id <> $6)
+     returning id`,
+    [
+      now,
+      x.decidedBy,
+      `voided: ${x.why}`,
+      x.customerId ?? null,
+      x.telegramUserId ?? null,
+      x.exceptCustomerId ?? null,
+    ],
+  );
+  return r.rows.map((row) => row.id).sort();
+}
+
+/** A disabled customer's pending requests, voided in the disable's transaction (its audit details). */
+export async function voidCustomerTopups(tx: Queryable, now: Date, customerId: number, decidedBy: string) {
+  const voided = await voidPendingTopups(tx, now, {
+    customerId,
+    decidedBy,
+    why: 'the customer was disabled',
+  });
+  return voided.length ? { voided_topups: voided } : {};
+}
+
+/**
+ * The person's pending top-up confirmations for the customer, voided (the chat's /cancel): their
+ * requests and invoices can no longer be paid or approved. Name the person by their binding
+ * (`botUserId`) or their Telegram id; `decidedBy` defaults to `telegram:<id>`. Run it in the
+ * transaction of the update that asked. Returns the ids voided (none: nothing was pending).
+ */
+export async function cancelPendingTopups(
+  q: Queryable,
+  who: { botUserId?: string; telegramUserId?: number; customerId: number; now: Date; decidedBy?: string },
+): Promise<string[]> {
+  let telegramUserId = who.telegramUserId;
+  if (telegramUserId === undefined) {
+    if (who.botUserId === undefined) throw new Error('cancelPendingTopups: name the person');
+    const r = await q.query<{ telegramUserId: string }>(
+      'select telegram_user_id as "telegramUserId" from bot_users where id = $1',
+      [who.botUserId],
+    );
+    if (!r.rows[0]) return [];
+    telegramUserId = Number(r.rows[0].telegramUserId);
+  }
+  return voidPendingTopups(q, who.now, {
+    customerId: who.customerId,
+    telegramUserId,
+    decidedBy: who.decidedBy ?? `telegram:${telegramUserId}`,
+    why: 'cancelled in the chat',
+  });
 }

@@ -30,6 +30,7 @@ export const AUDIT_ACTIONS = [
   'bot.bind',
   'bot.unbind',
   'topup.reject',
+  'topup.unmatched',
   'backup.create',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -13,6 +13,7 @@ import {
   setSubscriptionAs,
 } from '../../core/accounts/customer-changes.ts';
 import { customerDetail } from '../../core/admin-views/customer-detail.ts';
+import { voidCustomerTopups } from '../../core/bot/topups.ts';
 import type { AppContext } from '../../core/context.ts';
 import { parseUsd } from '../../core/money.ts';
 import { actorOf } from '../../http/admin-door.ts';
@@ -71,7 +72,8 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
 
   app.post<IdParams>('/admin/v1/customers/:id/disable', async (request) => {
     const id = customerIdParam(request.params.id);
-    await disableCustomerAs(ctx, actorOf(request), id);
+    const actor = actorOf(request);
+    await disableCustomerAs(ctx, actor, id, (tx) => voidCustomerTopups(tx, ctx.clock.now(), id, actor.name));
     return { ok: true, request_id: request.id, customer_id: id, disabled: true };
   });
 
