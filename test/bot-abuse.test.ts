@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { holdsCodes } from '../src/bot/codes-in-chat.ts';
 import { codeLines } from '../src/core/stock/import-lines.ts';
 import type { SimMessage, SimUser } from '../src/dev/bot-api-sim.ts';
-import { adminCall, createMerchant } from './helpers/app.ts';
+import { ADMIN_TOKEN, adminCall, createMerchant } from './helpers/app.ts';
 import {
   type BotTestApp,
   botMessages,
@@ -209,6 +209,36 @@ describe('confirmations belong to the person and the customer', () => {
     const line = await t.sim.waitFor(() => botMessages(t, who)[before]);
     expect(line.text).toMatch(/not linked/);
     expect(await botJobs(a.customerId)).toBe(0);
+  });
+  test('/cancel voids a pending top-up request too; an operator can no longer approve it', async () => {
+    const a = await createMerchant(t);
+    const who = await linkPerson(t, a.customerId);
+    const asked = await say(t, who, '/topup 25');
+    const id = /tpr_\w+/.exec(asked.text ?? '')?.[0];
+    expect(id).toBeDefined();
+    const told = await say(t, who, '/cancel');
+    expect(told.text).toContain('1 top-up request(s)');
+    const list = await adminCall<{ requests: { id: string; state: string; reason?: string }[] }>(
+      t,
+      'GET',
+      `/admin/v1/topup-requests?customer_id=${a.customerId}`,
+    );
+    expect(list.requests.find((r) => r.id === id)).toMatchObject({ state: 'rejected' });
+    const res = await t.admin.inject({
+      method: 'POST',
+      url: `/admin/v1/topup-requests/${id}/approve`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: {},
+    });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ ok: false, error_code: 'conflict' });
+  });
+
+  test("/start topup (a forwarded invoice's link) is not a link token: help when linked, the not-linked line otherwise", async () => {
+    const a = await createMerchant(t);
+    const who = await linkPerson(t, a.customerId);
+    expect((await say(t, who, '/start topup')).text).toContain('Commands:');
+    expect((await say(t, person('stranger'), '/start topup')).text).toMatch(/not linked/);
   });
 });
 

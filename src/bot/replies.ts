@@ -38,6 +38,9 @@ export const badInput = (what: string, example: string) => `${what}. Example: ${
 export const NOT_LINKED =
   'This chat is not linked to an account. Ask your operator for a link and open it (or send /start <token>).';
 
+/** An invoice's start_parameter: a forwarded invoice's link opens the bot with `/start topup`. */
+export const TOPUP_START_PARAMETER = 'topup';
+
 export const SLOW_DOWN = 'Too many messages: please slow down and try again in a few seconds.';
 
 const COMMANDS: Record<string, string> = {

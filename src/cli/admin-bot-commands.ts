@@ -88,7 +88,9 @@ export const BOT_COMMANDS: Command[] = [
         : 'bot: off (set BOT_TOKEN to turn it on)',
       `linked people: ${a.linked_users}`,
       ...(a.updates === 'polling' && a.enabled
-        ? [`polling now: ${a.polling_instance ?? 'no process (the lease is free)'} (this process: ${a.this_instance})`]
+        ? [
+            `polling now: ${a.polling_instance ?? 'no process (the lease is free)'} (this process: ${a.this_instance})`,
+          ]
         : []),
     ],
   },

@@ -6,7 +6,15 @@ import { bindWithToken, setBotUserMode } from '../../core/bot/links.ts';
 import { stockSummary } from '../../core/stock/stock.ts';
 import { setChatMenu } from '../command-menu.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
-import { badInput, helpText, inMode, labelled, usdText } from '../replies.ts';
+import {
+  badInput,
+  helpText,
+  inMode,
+  labelled,
+  NOT_LINKED,
+  TOPUP_START_PARAMETER,
+  usdText,
+} from '../replies.ts';
 
 const BIND_REFUSALS = {
   unknown: 'This link is not valid. Ask your operator for a new one.',
@@ -28,6 +36,12 @@ export function registerAccountCommands(bot: Bot<BotContext>) {
 /** `/start <token>` binds the person; `/start` alone (linked) is /help. */
 async function start(c: BotContext & { match: string }) {
   const token = c.match.trim();
+  // `/start topup` is what a forwarded invoice's link sends (its start_parameter): not a link token.
+  if (token === TOPUP_START_PARAMETER) {
+    if (c.person) return help(c);
+    if ((await actOnce(c, 'start', async () => true)) !== null) await c.reply(NOT_LINKED);
+    return;
+  }
   if (!token) return help(c);
   const from = c.from!;
   const bound = await actOnce(c, 'start', (tx) =>

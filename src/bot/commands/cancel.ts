@@ -3,6 +3,7 @@
 // runs nothing and says so.
 import type { Bot } from 'grammy';
 import { cancelConfirmations } from '../../core/bot/redeems.ts';
+import { cancelPendingTopups } from '../../core/bot/topups.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
 
 export function registerCancel(bot: Bot<BotContext>) {
@@ -11,12 +12,23 @@ export function registerCancel(bot: Bot<BotContext>) {
     const now = c.app.clock.now();
     const voided = await actOnce(c, 'cancel', async (tx) => ({
       redeems: await cancelConfirmations(tx, person.telegramUserId, now),
+      topups: (
+        await cancelPendingTopups(tx, {
+          telegramUserId: person.telegramUserId,
+          customerId: person.customerId,
+          now,
+        })
+      ).length,
     }));
     if (!voided) return;
+    const parts = [
+      voided.redeems > 0 ? `${voided.redeems} redeem confirmation(s)` : '',
+      voided.topups > 0 ? `${voided.topups} top-up request(s)` : '',
+    ].filter(Boolean);
     await c.reply(
-      voided.redeems === 0
+      parts.length === 0
         ? 'Nothing was waiting for you: nothing to cancel.'
-        : `Cancelled: ${voided.redeems} redeem confirmation(s). Their buttons do nothing now.`,
+        : `Cancelled: ${parts.join(' and ')}. Their buttons and invoices do nothing now.`,
     );
   });
 }

@@ -15,7 +15,7 @@ import {
 } from '../../core/bot/topups.ts';
 import { isoUtc } from '../../core/clock.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
-import { badInput, inMode, labelled, usdText } from '../replies.ts';
+import { badInput, inMode, labelled, TOPUP_START_PARAMETER, usdText } from '../replies.ts';
 
 export const OWNERS_ONLY = 'Only an owner of the account can do this; ask one.';
 
@@ -116,7 +116,7 @@ async function topup(c: BotContext & { match: string }) {
       [{ label: 'Wallet top-up', amount: invoiceAmount(micros) }],
       // A start parameter makes a forwarded copy of the invoice a link to the bot, not a Pay
       // button: the invoice is paid in the chat it was sent to.
-      { provider_token: provider, start_parameter: 'topup' },
+      { provider_token: provider, start_parameter: TOPUP_START_PARAMETER },
     );
     return;
   }
