@@ -87,10 +87,12 @@ describe('admin bot …', () => {
       updates: 'polling',
       last_update_at: null,
       linked_users: expect.any(Number),
+      polling_instance: json.this_instance,
+      this_instance: expect.stringMatching(/\S/),
     });
     expect(await cli(['bot', 'status'])).toEqual({
       code: 0,
-      stdout: `bot: on as @redeem_sim_bot, updates by polling, last update never\nlinked people: ${json.linked_users}\n`,
+      stdout: `bot: on as @redeem_sim_bot, updates by polling, last update never\nlinked people: ${json.linked_users}\npolling now: ${json.this_instance} (this process: ${json.this_instance})\n`,
       stderr: '',
     });
     const offJson = onlyJson(await cli(['bot', 'status', '--json'], offUrl));
