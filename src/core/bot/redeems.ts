@@ -7,13 +7,12 @@ import type { Queryable } from '../../db/database.ts';
 import type { AccountState } from '../accounts/accounts.ts';
 import { loadAccountState } from '../accounts/accounts.ts';
 import { type Clock, utcDay } from '../clock.ts';
-import type { RedeemDeps } from '../context.ts';
+import type { Caller, RedeemDeps } from '../context.ts';
 import { codeHash, decryptCode, encryptCode } from '../crypto/code-crypto.ts';
 import { newJobId, randomBase62 } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import { createJob, drawStock, type NewCode } from '../jobs/create.ts';
 import type { RedeemSelection } from '../redeem/request.ts';
-import { codeParam, drawStock } from '../redeem/start.ts';
-import type { NewCode } from '../redeem/start-result.ts';
 import type { Mode } from '../vocabulary.ts';
 
 /**
@@ -254,38 +253,34 @@ async function botJobCodes(
   return drawStock(tx, deps, caller, request.packs ? { packs: request.packs } : { uc: request.uc! }, jobId);
 }
 
-/** The job of a bot redeem: queued for the worker, channel bot, nothing held (redeem_create_job). */
+/** The job of a bot redeem: queued for the worker, channel bot, nothing held or billed. */
 async function createBotJob(
   tx: Queryable,
   deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
-  caller: { customerId: number; mode: Mode },
+  caller: Caller,
   x: { jobId: string; row: ConfirmationRow; codes: NewCode[]; requestId: string },
 ): Promise<void> {
   const now = deps.clock.now();
-  await tx.query(
-    `select redeem_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-    [
-      x.jobId,
-      caller.customerId,
-      caller.mode,
-      now,
-      utcDay(now),
-      `bot:${x.row.id}`,
-      '',
-      x.requestId,
-      true,
-      x.row.request?.codes ? 'codes' : 'stock',
-      x.row.playerId,
-      null,
-      null,
-      INSTANCE_ID,
-      new Date(now.getTime() + LEASE_MS),
-      now,
-      0,
-      JSON.stringify(x.codes.map((c) => codeParam(deps, caller, c))),
-      'bot',
-    ],
-  );
+  await createJob(tx, deps, {
+    jobId: x.jobId,
+    caller,
+    now,
+    day: utcDay(now),
+    idempotencyKey: `bot:${x.row.id}`,
+    fingerprint: '',
+    requestId: x.requestId,
+    async: true,
+    source: x.row.request?.codes ? 'codes' : 'stock',
+    playerId: x.row.playerId,
+    reference: null,
+    previousJobId: null,
+    owner: INSTANCE_ID,
+    leaseUntil: new Date(now.getTime() + LEASE_MS),
+    expiresAt: now,
+    sending: 0,
+    codes: x.codes,
+    channel: 'bot',
+  });
 }
 
 /** A started bot redeem as the progress loop reports it. */

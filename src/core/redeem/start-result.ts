@@ -33,14 +33,7 @@ export interface StartAnswer {
   account: AccountState | null;
 }
 
-export interface NewCode {
-  /** Where the code stands in the result: the request's order, kept across a resume. */
-  position: number;
-  code: string;
-  stockId: number | null;
-  category: string | null;
-  uc: number | null;
-}
+export type { NewCode } from '../jobs/create.ts';
 
 /** The verdict of redeem_begin / redeem_create_job / redeem_start (src/db/functions/redeem.sql). */
 export type StartRow =

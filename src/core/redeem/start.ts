@@ -12,10 +12,11 @@ import { accountStateFrom } from '../accounts/accounts.ts';
 import { billingRefusalError } from '../billing/holds.ts';
 import { utcDay } from '../clock.ts';
 import { type Caller, CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
-import { codeHash, codeLast4, encryptCode } from '../crypto/code-crypto.ts';
+import { codeLast4 } from '../crypto/code-crypto.ts';
 import { ApiError } from '../errors.ts';
 import { newJobId } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import { createJob, drawStock, jobCodesParam, type NewCode } from '../jobs/create.ts';
 import { type JobRow, loadJob, loadJobCodes } from '../jobs/jobs.ts';
 import {
   BURST_LIMIT,
@@ -26,11 +27,10 @@ import {
   takeBurstSlot,
 } from '../limits/window-limit.ts';
 import { retryOnDeadlock } from '../retry.ts';
-import { reserveForUc, reserveStock } from '../stock/stock.ts';
 import type { RedeemRequest } from './request.ts';
 import type { CodeToRun, RunningJob } from './run.ts';
 import { settleUnconfirmedStart } from './settle.ts';
-import type { NewCode, StartAnswer, StartChecks, StartResult, StartRow } from './start-result.ts';
+import type { StartAnswer, StartChecks, StartResult, StartRow } from './start-result.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
@@ -133,7 +133,7 @@ async function startWithCodes(
         leaseUntil,
         expiresAt,
         sending,
-        JSON.stringify(codes.map((c) => codeParam(deps, caller, c))),
+        jobCodesParam(deps, caller, codes),
       ],
       'redeem_start',
     ),
@@ -178,33 +178,26 @@ async function startFromStock(
             'no_stock',
             'not enough stock for this request; add codes or send codes yourself',
           );
-        const created = (
-          await tx.query<{ r: StartRow }>(
-            `select redeem_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                                      $18) as r`,
-            [
-              jobId,
-              caller.customerId,
-              caller.mode,
-              now,
-              day,
-              input.idempotencyKey,
-              input.fingerprint,
-              input.requestId,
-              req.async,
-              req.source,
-              req.playerId,
-              req.reference ?? null,
-              previous?.id ?? null,
-              INSTANCE_ID,
-              leaseUntil,
-              expiresAt,
-              sending,
-              JSON.stringify(todo.map((c) => codeParam(deps, caller, c))),
-            ],
-            'redeem_create_job',
-          )
-        ).rows[0]!.r;
+        const created = await createJob<StartRow>(tx, deps, {
+          jobId,
+          caller,
+          now,
+          day,
+          idempotencyKey: input.idempotencyKey,
+          fingerprint: input.fingerprint,
+          requestId: input.requestId,
+          async: req.async,
+          source: req.source,
+          playerId: req.playerId,
+          reference: req.reference ?? null,
+          previousJobId: previous?.id ?? null,
+          owner: INSTANCE_ID,
+          leaseUntil,
+          expiresAt,
+          sending,
+          codes: todo,
+          channel: 'api',
+        });
         const result = startResult(caller, req, created, now, todo, burst);
         // A billing refusal: the reservation is rolled back with the rest.
         if (result.kind === 'refused') throw result.error;
@@ -316,20 +309,6 @@ async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Pro
   );
 }
 
-/** A code as redeem_create_job inserts it: hashed, encrypted for job_codes, its last 4. */
-export function codeParam(deps: Pick<RedeemDeps, 'codeKey'>, caller: Caller, c: NewCode) {
-  const hash = codeHash(deps.codeKey, c.code);
-  return {
-    position: c.position,
-    hash,
-    encrypted: encryptCode(deps.codeKey, c.code, { table: 'job_codes', ...caller, codeHash: hash }),
-    last4: codeLast4(c.code),
-    stock_id: c.stockId,
-    category: c.category,
-    uc: c.uc,
-  };
-}
-
 /**
  * The stock codes a new job must attempt. A resumed key attempts only what its earlier job left
  * pending, with fresh stock of the same categories for those positions. Returns null when stock
@@ -358,31 +337,4 @@ async function codesToAttempt(
     positions = pending.map((r) => r.position);
   }
   return drawStock(tx, deps, caller, draw, jobId, positions);
-}
-
-/**
- * Reserves fresh stock for a new job's packs or uc (the chooser's draw), placed at `positions`
- * in order (a new job's: 0, 1, …); null when stock runs short.
- */
-export async function drawStock(
-  tx: Queryable,
-  deps: Pick<RedeemDeps, 'codeKey' | 'clock'>,
-  caller: Caller,
-  req: { packs: { category: string; count: number }[] } | { uc: number },
-  jobId: string,
-  positions?: readonly number[],
-): Promise<NewCode[] | null> {
-  const drawn =
-    'packs' in req
-      ? await reserveStock(tx, deps.codeKey, { ...caller, picks: req.packs, reservedBy: jobId }, deps.clock)
-      : await reserveForUc(tx, deps.codeKey, { ...caller, uc: req.uc, reservedBy: jobId }, deps.clock);
-  return (
-    drawn?.map((c, i) => ({
-      position: positions ? positions[i]! : i,
-      code: c.code,
-      stockId: c.stockId,
-      category: c.category,
-      uc: c.uc,
-    })) ?? null
-  );
 }
