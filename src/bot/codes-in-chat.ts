@@ -47,6 +47,6 @@ export async function deleteIfHoldsCodes(
   warn: (errName: string | undefined) => void,
 ): Promise<void> {
   const m = update.message;
-  if (!m || m.chat.type !== 'private' || !holdsCodes(m)) return;
+  if (m?.chat.type !== 'private' || !holdsCodes(m)) return;
   await api.deleteMessage(m.chat.id, m.message_id).catch((err: unknown) => warn((err as Error)?.name));
 }
