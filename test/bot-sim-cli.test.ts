@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import { afterAll, expect, test } from 'vitest';
-import { LineJoiner, splitForTelegram } from '../src/cli/bot-sim.ts';
+import { LineJoiner, splitForTelegram } from '../src/cli/bot-sim-lines.ts';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'redeem-gateway.js');
 const dir = mkdtempSync(join(tmpdir(), 'rg-bot-sim-'));

@@ -1,6 +1,8 @@
 // `redeem-gateway bot-sim`: the Bot API stand-in (src/dev/bot-api-sim.ts) with a chat in the
 // terminal, so a person can try the bot with no Telegram and no network (contract 14.8). Reads
-// lines from stdin whether or not it is a terminal (tests pipe it), writes plain text.
+// lines from stdin whether or not it is a terminal (tests pipe it), writes plain text. Here are
+// the options and the chat loop; bot-sim-lines.ts gathers typed lines into messages,
+// bot-sim-display.ts shows what the bot does, bot-sim-cast.ts keeps the people played.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { clearLine, createInterface, cursorTo } from 'node:readline';
@@ -12,11 +14,12 @@ import {
   DEFAULT_BOT_TOKEN,
   DEFAULT_BOT_USERNAME,
   MAX_MESSAGE_LENGTH,
-  type SimEvent,
-  type SimMessage,
   type SimUser,
   startBotApiSim,
 } from '../dev/bot-api-sim.ts';
+import { Cast, describePerson, NAME, personNamed, switchSpeaker } from './bot-sim-cast.ts';
+import { describeEvent, money } from './bot-sim-display.ts';
+import { LineJoiner, splitForTelegram } from './bot-sim-lines.ts';
 
 export const BOT_SIM_HELP = `redeem-gateway bot-sim [options]
 
@@ -94,185 +97,6 @@ export function parseBotSimArgs(argv: string[]) {
     token: values.token,
     botUsername: values['bot-username'],
   };
-}
-
-/** A Telegram username: what --users and /as take. */
-const NAME = /^[A-Za-z0-9_]{1,32}$/;
-const personNamed = (name: string, id: number): SimUser & { username: string } => ({
-  id,
-  username: name,
-  first_name: name,
-});
-
-/** Amounts of an invoice are in the currency's smallest unit; most currencies have 2 decimals. */
-const ZERO_DECIMAL = new Set(['XTR', 'JPY', 'KRW', 'VND', 'CLP', 'ISK', 'UGX', 'PYG']);
-function money(amount: number, currency: string): string {
-  return ZERO_DECIMAL.has(currency) ? `${amount} ${currency}` : `${(amount / 100).toFixed(2)} ${currency}`;
-}
-
-/** A message's text for the terminal: continuation lines indented under the first. */
-function body(m: SimMessage): string {
-  const doc = (m as { extra?: { document?: { file_name?: string; file_size?: number } } }).extra?.document;
-  const text = m.invoice
-    ? `invoice "${m.invoice.title}": ${money(m.invoice.total_amount, m.invoice.currency)} (type :pay to pay)`
-    : doc
-      ? `[document ${doc.file_name}, ${doc.file_size} bytes]${m.caption ? ` ${m.caption}` : ''}`
-      : (m.text ?? m.caption ?? '[no text]');
-  return text.replaceAll('\n', '\n     ');
-}
-
-function buttonsLine(m: SimMessage): string {
-  return buttonsOf(m)
-    .map((b, i) => `[${i + 1}] ${b.text}${b.url ? ` <${b.url}>` : ''}`)
-    .join('  ');
-}
-
-/** How one thing the bot did reads in the terminal. */
-export function describeEvent(e: SimEvent): string | undefined {
-  if (e.type === 'callback_answer') return `bot (${e.showAlert ? 'alert' : 'notice'}): ${e.text}`;
-  const m = e.message;
-  if (e.type === 'deleted') {
-    const first = (m.text ?? m.caption ?? '').split('\n')[0];
-    return m.from_bot ? `bot (deleted): ${first}` : `(your message "${first}" was deleted by the bot)`;
-  }
-  if (!m.from_bot) return undefined;
-  const buttons = buttonsLine(m);
-  return `bot${e.type === 'edited' ? ' (edited)' : ''}: ${body(m)}${buttons ? `\n${buttons}` : ''}`;
-}
-
-/**
- * A text longer than one Telegram message, cut at line ends as the Telegram apps cut a long
- * paste (a single line longer than a message is cut where it must).
- */
-export function splitForTelegram(text: string, max = MAX_MESSAGE_LENGTH): string[] {
-  const parts: string[] = [];
-  let part = '';
-  for (const line of text.split('\n')) {
-    for (let rest = line; ; ) {
-      const joined = part === '' ? rest : `${part}\n${rest}`;
-      if (joined.length <= max) {
-        part = joined;
-        break;
-      }
-      if (part !== '') {
-        parts.push(part);
-        part = '';
-        continue;
-      }
-      parts.push(rest.slice(0, max));
-      rest = rest.slice(max);
-      if (rest === '') break;
-    }
-  }
-  if (part.trim() !== '') parts.push(part);
-  return parts.filter((p) => p.trim() !== '');
-}
-
-/**
- * Gathers typed lines into messages: a line ending in `\` goes on with the next line, and a line
- * ending in `"""` opens a paste that the next line ending in `"""` closes. A shop person pastes a
- * list of codes between the two; without it every pasted line would be a message of its own.
- */
-export class LineJoiner {
-  private lines: string[] | undefined;
-  private mode: 'continued' | 'paste' = 'continued';
-
-  /** True while a message is being gathered (the prompt says so). */
-  get open(): boolean {
-    return this.lines !== undefined;
-  }
-
-  get openPaste(): boolean {
-    return this.lines !== undefined && this.mode === 'paste';
-  }
-
-  /**
-   * The complete message this line ends, if it ends one: `{ text, multiLine }`; a single line
-   * (multiLine false) may be one of the chat commands, a gathered message is always text.
-   */
-  push(raw: string): { text: string; multiLine: boolean } | undefined {
-    const line = raw.replace(/\r$/, '');
-    const trimmed = line.trim();
-    if (this.lines && this.mode === 'paste') {
-      if (!trimmed.endsWith('"""')) {
-        this.lines.push(line.trimEnd());
-        return undefined;
-      }
-      return this.finish(trimmed.slice(0, -3).trimEnd());
-    }
-    if (this.lines) {
-      if (trimmed.endsWith('\\')) {
-        this.lines.push(trimmed.slice(0, -1).trimEnd());
-        return undefined;
-      }
-      return this.finish(trimmed);
-    }
-    if (trimmed.endsWith('"""')) {
-      this.mode = 'paste';
-      const head = trimmed.slice(0, -3).trimEnd();
-      this.lines = head ? [head] : [];
-      return undefined;
-    }
-    if (trimmed.endsWith('\\')) {
-      this.mode = 'continued';
-      this.lines = [trimmed.slice(0, -1).trimEnd()];
-      return undefined;
-    }
-    return trimmed ? { text: trimmed, multiLine: false } : undefined;
-  }
-
-  private finish(last: string): { text: string; multiLine: boolean } | undefined {
-    const lines = [...(this.lines ?? []), last];
-    this.lines = undefined;
-    // Telegram drops the blank lines around a message, as it drops spaces.
-    const text = lines
-      .join('\n')
-      .replace(/^\s*\n/, '')
-      .trimEnd();
-    return text.trim() ? { text, multiLine: true } : undefined;
-  }
-}
-
-/** The people this terminal plays, and who speaks now. */
-class Cast {
-  readonly people: (SimUser & { username: string })[];
-  speaker: SimUser & { username: string };
-
-  constructor(users: (SimUser & { username: string })[]) {
-    this.people = [...users];
-    this.speaker = users[0]!;
-  }
-
-  byId(id: number) {
-    return this.people.find((p) => p.id === id);
-  }
-
-  /** Speaks as the named person, adding a new one with the next free id when the name is new. */
-  speakAs(name: string): { person: SimUser & { username: string }; isNew: boolean } {
-    const known = this.people.find((p) => p.username.toLowerCase() === name.toLowerCase());
-    const person = known ?? personNamed(name, Math.max(...this.people.map((p) => p.id)) + 1);
-    if (!known) this.people.push(person);
-    this.speaker = person;
-    return { person, isNew: !known };
-  }
-
-  /** A line about what happened in a chat, labelled with whose chat once there are several. */
-  label(chatId: number, text: string): string {
-    const person = this.byId(chatId);
-    if (!person) return `(chat ${chatId}) ${text}`;
-    return this.people.length > 1 ? `[${person.username}] ${text}` : text;
-  }
-}
-
-const describePerson = (p: SimUser & { username: string }) => `${p.username} (user ${p.id}, @${p.username})`;
-
-/** What `/as` or `:as` does; answers the line to print. */
-function switchSpeaker(cast: Cast, name: string): string {
-  if (name === '')
-    return `(${cast.people.map((p) => `${p.username}${p === cast.speaker ? ' (speaking)' : ''}`).join(', ')}; /as NAME switches)`;
-  if (!NAME.test(name)) return '(a name is letters, digits and _, up to 32)';
-  const { person, isNew } = cast.speakAs(name);
-  return `(${isNew ? 'a new person: ' : ''}${describePerson(person)} speaks now)`;
 }
 
 /** What one typed single line does; answers a line to print, if any. */

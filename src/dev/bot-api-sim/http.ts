@@ -2,9 +2,10 @@
 // answers `{ok: true, result}` or `{ok: false, error_code, description[, parameters]}`, and
 // `{root}/file/bot<token>/<file_path>` serves a file's bytes.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { ApiError } from './api-error.ts';
 import { METHODS } from './methods.ts';
 import { readParams } from './params.ts';
-import { ApiError, type World } from './world.ts';
+import type { World } from './world.ts';
 
 export interface CallRecord {
   method: string;

@@ -1,17 +1,15 @@
 // The Bot API methods the stand-in answers, each checking its parameters as Telegram does and
 // answering with Telegram's shapes and error texts, so a bot that works here trips on nothing
 // new against Telegram. Keys are lowercase: Telegram's method names are case-insensitive.
+// Here are the methods on messages, files, queries and payments; the command-menu methods are in
+// command-methods.ts, those for how updates reach the bot in update-methods.ts.
+import { ApiError } from './api-error.ts';
+import { deleteMyCommands, getMyCommands, setMyCommands } from './command-methods.ts';
 import type { Params } from './params.ts';
-import {
-  ApiError,
-  type CommandScope,
-  type StoredMessage,
-  scopeKey,
-  toTelegram,
-  type World,
-} from './world.ts';
+import { type Json, type StoredMessage, toTelegram } from './telegram-objects.ts';
+import { deleteWebhook, getUpdates, getWebhookInfo, setWebhook } from './update-methods.ts';
+import type { World } from './world.ts';
 
-type Json = Record<string, unknown>;
 export type Method = (w: World, p: Params, signal: AbortSignal) => unknown;
 
 const now = () => Math.floor(Date.now() / 1000);
@@ -96,7 +94,7 @@ function sendMessage(w: World, p: Params): Json {
   const body = text(p);
   const markup = replyMarkup(p);
   const parseMode = p.str('parse_mode');
-  w.countSend(id);
+  w.pacing.countSend(id);
   const m = w.addMessage(id, w.botUser, {
     text: body,
     ...(markup ? { reply_markup: markup } : {}),
@@ -197,7 +195,7 @@ function sendDocument(w: World, p: Params): Json {
   const file = upload ? w.addFile(upload.filename, upload.data, upload.contentType) : known!;
   const caption = p.str('caption');
   const markup = replyMarkup(p);
-  w.countSend(id);
+  w.pacing.countSend(id);
   const m = w.addMessage(id, w.botUser, {
     ...(caption ? { caption } : {}),
     ...(markup ? { reply_markup: markup } : {}),
@@ -243,7 +241,7 @@ function sendInvoice(w: World, p: Params): Json {
   if (currency !== 'XTR' && !providerToken) throw new ApiError(400, 'Bad Request: PAYMENT_PROVIDER_INVALID');
   const total = prices(p);
   const markup = replyMarkup(p);
-  w.countSend(id);
+  w.pacing.countSend(id);
   const m = w.addMessage(id, w.botUser, {
     invoice: { title, payload, currency, total_amount: total, provider_token: providerToken },
     ...(markup ? { reply_markup: markup } : {}),
@@ -272,114 +270,11 @@ function answerPreCheckoutQuery(w: World, p: Params): true {
   return true;
 }
 
-const CHAT_SCOPES = new Set(['chat', 'chat_administrators', 'chat_member']);
-const PLAIN_SCOPES = new Set(['default', 'all_private_chats', 'all_group_chats', 'all_chat_administrators']);
-
-/** The `scope` and `language_code` of the three command methods, checked as Telegram does. */
-function commandScope(w: World, p: Params): { scope: CommandScope; language: string } {
-  const raw = p.json('scope') ?? { type: 'default' };
-  const language = p.str('language_code') ?? '';
-  if (language !== '' && !/^[a-z]{2}$/.test(language))
-    throw new ApiError(400, 'Bad Request: invalid language code specified');
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    throw new ApiError(400, "Bad Request: can't parse BotCommandScope JSON object");
-  const { type, chat_id, user_id } = raw as Json;
-  if (typeof type !== 'string' || !(PLAIN_SCOPES.has(type) || CHAT_SCOPES.has(type)))
-    throw new ApiError(400, 'Bad Request: wrong BotCommandScope type specified');
-  if (PLAIN_SCOPES.has(type)) return { scope: { type } as CommandScope, language };
-  // A chat scope names a chat the bot knows (a number here: the stand-in has no @usernames).
-  const chat =
-    typeof chat_id === 'number' || (typeof chat_id === 'string' && /^-?\d{1,16}$/.test(chat_id))
-      ? Number(chat_id)
-      : Number.NaN;
-  if (!Number.isSafeInteger(chat)) throw new ApiError(400, 'Bad Request: chat not found');
-  w.chat(chat);
-  if (type !== 'chat_member') return { scope: { type, chat_id: chat } as CommandScope, language };
-  const user = Number(user_id);
-  if (typeof user_id === 'boolean' || !Number.isSafeInteger(user) || user <= 0)
-    throw new ApiError(400, 'Bad Request: user not found');
-  return { scope: { type, chat_id: chat, user_id: user }, language };
-}
-
-function setMyCommands(w: World, p: Params): true {
-  const list = p.json('commands');
-  if (!Array.isArray(list) || list.length > 100)
-    throw new ApiError(400, 'Bad Request: commands must be an array of at most 100 BotCommand');
-  for (const c of list as Json[]) {
-    if (typeof c?.command !== 'string' || !/^[a-z0-9_]{1,32}$/.test(c.command))
-      throw new ApiError(400, 'Bad Request: BOT_COMMAND_INVALID');
-    if (typeof c.description !== 'string' || c.description.length < 1 || c.description.length > 256)
-      throw new ApiError(400, 'Bad Request: BOT_COMMAND_DESCRIPTION_INVALID');
-  }
-  const { scope, language } = commandScope(w, p);
-  // An empty list is Telegram's other way of deleting the scope's commands.
-  if (list.length === 0) w.commands.delete(scopeKey(scope, language));
-  else {
-    const checked = list as { command: string; description: string }[];
-    const commands = checked.map((c) => ({ command: c.command, description: c.description }));
-    w.commands.set(scopeKey(scope, language), { scope, languageCode: language, commands });
-  }
-  return true;
-}
-
-function getMyCommands(w: World, p: Params): Json[] {
-  const { scope, language } = commandScope(w, p);
-  return w.commands.get(scopeKey(scope, language))?.commands ?? [];
-}
-
-function deleteMyCommands(w: World, p: Params): true {
-  const { scope, language } = commandScope(w, p);
-  w.commands.delete(scopeKey(scope, language));
-  return true;
-}
-
 function sendChatAction(w: World, p: Params): true {
   chatId(w, p);
   if (!CHAT_ACTIONS.has(p.str('action', 'required')!))
     throw new ApiError(400, 'Bad Request: wrong parameter action in request');
   return true;
-}
-
-function setWebhook(w: World, p: Params): true {
-  const url = p.str('url') ?? '';
-  // An empty url removes the webhook, as deleteWebhook does.
-  if (url === '') {
-    w.deleteWebhook(p.bool('drop_pending_updates'));
-    return true;
-  }
-  // Telegram wants HTTPS; the stand-in also takes http://, since its webhooks are local listeners.
-  if (!/^https?:\/\/[^/\s]+/i.test(url)) throw new ApiError(400, 'Bad Request: bad webhook: invalid URL');
-  const secret = p.str('secret_token');
-  if (secret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(secret))
-    throw new ApiError(400, 'Bad Request: secret token contains unallowed characters');
-  const maxConnections = p.int('max_connections') ?? 40;
-  if (maxConnections < 1 || maxConnections > 100)
-    throw new ApiError(400, 'Bad Request: max_connections must be between 1 and 100');
-  w.setWebhook(url, secret, p.bool('drop_pending_updates'), maxConnections);
-  return true;
-}
-
-function getWebhookInfo(w: World): Json {
-  return {
-    url: w.webhook?.url ?? '',
-    has_custom_certificate: false,
-    pending_update_count: w.pendingCount,
-    ...(w.webhook ? { max_connections: w.maxConnections, ip_address: '127.0.0.1' } : {}),
-    ...(w.webhookError
-      ? { last_error_date: w.webhookError.date, last_error_message: w.webhookError.message }
-      : {}),
-  };
-}
-
-function getUpdates(w: World, p: Params, signal: AbortSignal): Promise<unknown> {
-  const allowed = p.json('allowed_updates');
-  return w.getUpdates({
-    offset: p.int('offset') ?? 0,
-    limit: p.int('limit') ?? 100,
-    timeout: p.int('timeout') ?? 0,
-    ...(Array.isArray(allowed) ? { allowed: allowed.map(String) } : {}),
-    signal,
-  });
 }
 
 export const METHODS: Record<string, Method> = {
@@ -391,10 +286,7 @@ export const METHODS: Record<string, Method> = {
   }),
   getupdates: getUpdates,
   setwebhook: setWebhook,
-  deletewebhook: (w, p) => {
-    w.deleteWebhook(p.bool('drop_pending_updates'));
-    return true;
-  },
+  deletewebhook: deleteWebhook,
   getwebhookinfo: getWebhookInfo,
   sendmessage: sendMessage,
   editmessagetext: editMessageText,

@@ -2,7 +2,7 @@
 // multipart/form-data body (grammY sends JSON, and multipart when it uploads a file), read the way
 // Telegram reads them: form fields are strings that may hold numbers, booleans or JSON.
 import type { IncomingMessage } from 'node:http';
-import { ApiError } from './world.ts';
+import { ApiError } from './api-error.ts';
 
 /** A file part of a multipart body. */
 export interface UploadedFile {
