@@ -136,4 +136,39 @@ describe.skipIf(!haveChromium)('webhooks and the overview in Chromium', () => {
     await page.click('nav.sections [data-goto=webhooks]');
     expect(problems).toEqual([]);
   });
+
+  test('the customer page opens on its health: the failing test receiver first, since when, and its refusals today', async () => {
+    const missing = await kit.t.api.inject({
+      method: 'GET',
+      url: '/v1/jobs/job_notThere',
+      headers: { authorization: `Bearer ${failing.key}` },
+    });
+    expect(missing.statusCode).toBe(404);
+    await kit.t.api.requestLog.flush();
+    await page.goto(`${base}/console#/overview`);
+    await page.goto(`${base}/console#/customers/${failing.customerId}`);
+    await page.waitForSelector('[data-table=health] tbody tr');
+    const rows = await page.$$eval('[data-table=health] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')),
+    );
+    expect(rows).toEqual([
+      [
+        'test look here first',
+        expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+\/hook\?token=\*\*\*$/),
+        '0% (0/4)',
+        '4',
+        '2026-11-22 09:00:00 UTC',
+        'not_found ×1',
+      ],
+      ['live', 'none registered', '—', '—', '—', 'none'],
+    ]);
+    // The event log below opens on the mode in trouble.
+    await page.waitForSelector('[data-section=events] select');
+    expect(await page.inputValue('[data-section=events] select')).toBe('test');
+    await page.screenshot({ path: join(DOCS, 'console-customer-health.png'), fullPage: false });
+    await page.click('[data-table=health] a[data-code=not_found]');
+    await page.waitForFunction(() => location.hash.includes('error_code=not_found'));
+    await page.waitForSelector('[data-table=requests] tbody tr[data-status="404"]');
+    expect(problems).toEqual([]);
+  });
 });

@@ -6,6 +6,7 @@ import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, when } from './dom.js';
 import { accountBar, planSection, sectionBar } from './page-customer-account.js';
 import { botSection } from './page-customer-bot.js';
+import { healthSection } from './page-customer-health.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
 import { requestsSection } from './page-requests.js';
 import { ledgerSection, walletSection } from './page-wallet.js';
@@ -103,18 +104,23 @@ export async function renderList(main) {
 }
 
 export async function renderDetail(main, id, flash) {
-  const c = await api('GET', `/admin/v1/customers/${id}`);
+  const [c, health] = await Promise.all([
+    api('GET', `/admin/v1/customers/${id}`),
+    api('GET', `/admin/v1/customers/${id}/health`),
+  ]);
   const base = `/admin/v1/customers/${id}`;
   // After a change the whole customer is read again, with a line saying what was done.
   const reload = (message) => renderDetail(main, id, message);
-  // The event log and statement open on the mode the customer has live keys for, else test.
-  const mode = c.keys.some((k) => k.mode === 'live') ? 'live' : 'test';
+  // The event log and statement open on the mode in trouble (a failing receiver, more refusals
+  // today), else on the mode the customer has live keys for, else test.
+  const mode = health.trouble_first ?? (c.keys.some((k) => k.mode === 'live') ? 'live' : 'test');
   const events = eventsSection(id, mode);
   const statement = statementSection(id, mode);
   const bot = botSection(id);
   const receivers = receiversSection(id);
   const requests = requestsSection(id);
   const parts = {
+    health: healthSection(id, health),
     account: h('div.columns', planSection(c, id, reload), walletSection(c, base, reload, id)),
     keys: keysSection(c, id),
     bot,
