@@ -1,7 +1,7 @@
 // The console's webhooks across customers and the overview's mode (issue 36), in a real headless
 // Chromium against the real admin listener: a customer whose receiver answers 503 until its
-// event fails and another whose receiver delivers; the overview (live by default) counts neither
-// the test-mode quarantine nor the test-mode failed event until test is chosen, and its failed
+// event fails and another whose receiver delivers; the overview opens on the mode in trouble
+// (test: its quarantine and its failed event), with both modes in a line above, and its failed
 // webhooks card leads to the Webhooks page, which shows the failed event with its customer and
 // the receiver's answer and redelivers it after a confirmation; the customer page shows the
 // receiver with its token masked and its last 24 hours. Saves docs/console-webhooks.png.
@@ -79,15 +79,21 @@ describe.skipIf(!haveChromium)('webhooks and the overview in Chromium', () => {
 
   const cardValue = (name: string) => page.textContent(`[data-card=${name}] .big`);
 
-  test('the overview is live by default: test-mode problems are counted only under test', async () => {
+  test('the overview opens on the mode in trouble (test here), with both modes in a line above the cards', async () => {
     await page.waitForSelector('[data-card=webhooks]');
-    expect(await page.inputValue('[data-select=mode]')).toBe('live');
-    expect(await cardValue('quarantine')).toBe('0');
+    expect(await page.inputValue('[data-select=mode]')).toBe('test');
+    expect(await cardValue('quarantine')).toBe('1');
+    expect(await cardValue('webhooks')).toBe('1');
+    const modes = await page.textContent('[data-modes]');
+    expect(modes).toContain('live: 0 quarantined · 0 failed webhooks (24 h)');
+    expect(modes).toContain('test: 1 quarantined · 1 failed webhooks (24 h)');
+    await page.selectOption('[data-select=mode]', 'live');
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=live');
+    await expect.poll(() => cardValue('quarantine')).toBe('0');
     expect(await cardValue('webhooks')).toBe('0');
     await page.selectOption('[data-select=mode]', 'test');
     await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=test');
     await expect.poll(() => cardValue('quarantine')).toBe('1');
-    expect(await cardValue('webhooks')).toBe('1');
     expect(await page.textContent('[data-card=webhooks] h3')).toBe('Failed webhooks, 24 h');
     // The cards lead to pages of the same mode.
     expect(await page.getAttribute('[data-card=queue] a', 'href')).toBe('#/jobs?status=queued&mode=test');
