@@ -234,7 +234,8 @@ describe('fair to every subject', () => {
     const kept = await slow.ctx.db.query<{ n: number }>(
       `select count(*)::int as n from request_log where customer_id is null and path = '/v1/stock'`,
     );
-    expect(flood).toBeGreaterThan(2000);
+    // At least twice what the writer takes in a pass (the loop sends 40 batches of 50 at least).
+    expect(flood).toBeGreaterThanOrEqual(2000);
     expect(dropped).toBeGreaterThan(0);
     expect(Number(kept.rows[0]!.n) + dropped).toBe(flood);
   }, 30_000);
