@@ -99,6 +99,22 @@ describe('admin requests and admin lookup', () => {
     expect(otherDay.stdout).toBe('no refused or failed requests\n');
   });
 
+  test('customers health: live and test side by side, the mode in trouble first', async () => {
+    const m = await createMerchant(t);
+    await t.api.inject({ method: 'GET', url: '/v1/jobs/job_gone', headers: bearer(m.key) });
+    await t.api.requestLog.flush();
+    const text = await cli(['customers', 'health', String(m.customerId)]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toBe(
+      [
+        `customer ${m.customerId} on 2026-11-22: look at test first`,
+        'test: no receiver; refused today: not_found ×1',
+        'live: no receiver; refused today: none',
+        '',
+      ].join('\n'),
+    );
+  });
+
   test('lookup names a job, a request and a player; jobs list --player filters by player', async () => {
     const m = await createMerchant(t);
     const player = `8${Date.now().toString().slice(-9)}`;
