@@ -66,6 +66,7 @@ test('the pages a newcomer follows have runnable examples', () => {
   expect(blocks('docs/merchants/statements.md')).toContain('/v1/statements');
   expect(blocks('docs/operators/cli.md')).toMatch(/^redeem-gateway admin /m);
   expect(blocks('docs/operators/requests.md')).toMatch(/^redeem-gateway admin requests --player /m);
+  expect(blocks('docs/operators/investigating.md')).toMatch(/^redeem-gateway admin customers health /m);
   expect(blocks('docs/merchants/sdk.md')).toContain('node quickstart.mjs');
 });
 
