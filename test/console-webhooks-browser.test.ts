@@ -143,6 +143,18 @@ describe.skipIf(!haveChromium)('webhooks and the overview in Chromium', () => {
     expect(problems).toEqual([]);
   });
 
+  test("the customers list shows each mode's health: the failing receiver since when, refusals today", async () => {
+    await page.goto(`${base}/console#/customers`);
+    const row = `[data-table=customers] tbody tr:has(a[href="#/customers/${failing.customerId}"])`;
+    await page.waitForSelector(row);
+    expect(await page.textContent(`${row} [data-health=test]`)).toBe(
+      'webhook failing ×4 since 2026-11-22 09:00:00 UTCnone refused today',
+    );
+    expect(await page.textContent(`${row} [data-health=live]`)).toBe('no webhooknone refused today');
+    await page.screenshot({ path: join(DOCS, 'console-customers-health.png'), fullPage: false });
+    expect(problems).toEqual([]);
+  });
+
   test('the customer page opens on its health: the failing test receiver first, since when, and its refusals today', async () => {
     const missing = await kit.t.api.inject({
       method: 'GET',

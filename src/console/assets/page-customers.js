@@ -31,11 +31,12 @@ export async function renderList(main) {
           h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.name)),
           h('td', c.plan ? `${c.plan.label}${c.plan.active ? '' : ' (inactive)'}` : 'no plan'),
           h('td', c.disabled ? 'disabled' : 'active'),
+          ['live', 'test'].map((m) => h('td', { 'data-health': m }, healthCell(c.health?.[m]))),
           h('td', when(c.created_at)),
         ),
       );
     }
-    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 5 }, 'no customers')));
+    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 7 }, 'no customers')));
     cursor = page.next_cursor;
     more.hidden = !cursor;
   };
@@ -93,7 +94,7 @@ export async function renderList(main) {
         'thead',
         h(
           'tr',
-          ['Id', 'Name', 'Plan', 'State', 'Created'].map((t) => h('th', t)),
+          ['Id', 'Name', 'Plan', 'State', 'Live', 'Test', 'Created'].map((t) => h('th', t)),
         ),
       ),
       tbody,
@@ -101,6 +102,24 @@ export async function renderList(main) {
     more,
   );
   await load();
+}
+
+/** A mode's health in the list: its receiver's run of failures and since when, refusals today. */
+function healthCell(m) {
+  if (!m) return '—';
+  const hook = !m.webhook
+    ? h('span.muted', 'no webhook')
+    : m.webhook.consecutive_failures > 0
+      ? h(
+          'span.badge.failed',
+          `webhook failing ×${m.webhook.consecutive_failures}${m.webhook.failing_since ? ` since ${when(m.webhook.failing_since)}` : ''}`,
+        )
+      : h('span', 'webhook ok');
+  return [
+    hook,
+    h('br'),
+    m.refused_today > 0 ? `${m.refused_today} refused today` : h('span.muted', 'none refused today'),
+  ];
 }
 
 export async function renderDetail(main, id, flash) {

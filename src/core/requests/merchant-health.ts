@@ -3,9 +3,9 @@
 // mode's refusals today by error code; and which mode has trouble first, so a page about the
 // merchant opens on the mode that is on fire rather than on live with zeros.
 import type { Queryable } from '../../db/database.ts';
-import type { Clock } from '../clock.ts';
+import { type Clock, isoUtc } from '../clock.ts';
 import type { Mode } from '../vocabulary.ts';
-import { type ReceiverHealth, receiversOf } from '../webhooks/event-overview.ts';
+import { maskWebhookUrl, type ReceiverHealth, receiversOf } from '../webhooks/event-overview.ts';
 import { utcDay } from './request-log.ts';
 
 export interface ModeHealth {
@@ -61,4 +61,64 @@ export async function merchantHealth(
     refusals.by_error_code.push({ error_code: row.errorCode, count: Number(row.n) });
   }
   return { day, trouble_first: troubleFirst(modes), modes };
+}
+
+/** A mode's health in a list of customers: its receiver's run of failures and today's refusals. */
+export interface ModeHealthInList {
+  webhook: { url: string; consecutive_failures: number; failing_since: string | null } | null;
+  refused_today: number;
+}
+
+/**
+ * The health of a page of customers (the customers list), in two statements whatever the page's
+ * size: their receivers with their runs of failures, and their refusals today by mode.
+ */
+export async function healthOfCustomers(
+  q: Queryable,
+  customerIds: readonly number[],
+  clock: Clock,
+): Promise<Map<number, Record<Mode, ModeHealthInList>>> {
+  const out = new Map<number, Record<Mode, ModeHealthInList>>();
+  for (const id of customerIds)
+    out.set(id, { live: { webhook: null, refused_today: 0 }, test: { webhook: null, refused_today: 0 } });
+  if (customerIds.length === 0) return out;
+  const start = new Date(`${utcDay(clock.now())}T00:00:00Z`);
+  const [hooks, refusals] = await Promise.all([
+    q.query<{
+      customerId: number;
+      mode: Mode;
+      url: string;
+      failures: number | null;
+      failingSince: Date | null;
+    }>(
+      `select w.customer_id as "customerId", w.mode, w.url, h.consecutive_failures as failures,
+              h.failing_since as "failingSince"
+         from webhooks w
+         left join webhook_receiver_health h on h.customer_id = w.customer_id and h.mode = w.mode
+        where w.customer_id = any($1::bigint[])`,
+      [customerIds],
+    ),
+    q.query<{ customerId: number; mode: Mode | null; n: number }>(
+      `select customer_id as "customerId", mode, count(*)::int as n
+         from request_log
+        where customer_id = any($1::bigint[]) and at >= $2 and at < $3
+        group by customer_id, mode`,
+      [customerIds, start, new Date(start.getTime() + 86_400_000)],
+    ),
+  ]);
+  for (const row of hooks.rows) {
+    const h = out.get(Number(row.customerId));
+    if (!h) continue;
+    const failures = row.failures ?? 0;
+    h[row.mode].webhook = {
+      url: maskWebhookUrl(row.url),
+      consecutive_failures: failures,
+      failing_since: failures > 0 && row.failingSince ? isoUtc(new Date(row.failingSince)) : null,
+    };
+  }
+  for (const row of refusals.rows) {
+    const h = out.get(Number(row.customerId));
+    if (h && (row.mode === 'live' || row.mode === 'test')) h[row.mode].refused_today = Number(row.n);
+  }
+  return out;
 }
