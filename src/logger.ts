@@ -2,6 +2,7 @@
 // secrets and codes never reach the logs (DESIGN house style 13), while an error's own `code`
 // (`23505`, `ECONNREFUSED`) does, so an operator can see why something failed.
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { loggedPath } from './logged-path.ts';
 
 const CENSOR = '[redacted]';
 
@@ -70,6 +71,19 @@ export function redactQueryValues(
   while (state === 'value' && i < url.length && url[i] !== '&' && url[i] !== '#') i++;
   if (i < url.length || out.length > limit) return `${out.slice(0, limit - 1)}…`;
   return out;
+}
+
+/**
+ * A request's URL as a log line shows it: its path as the request log keeps it (decoded, keys and
+ * anything our routes do not name shown by their last characters), its query values redacted, a
+ * key-shaped query name masked too; at most MAX_LOGGED_URL_LENGTH characters.
+ */
+export function loggedUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  const query = url.search(/[?#]/);
+  const path = loggedPath(url, MAX_LOGGED_URL_LENGTH);
+  if (query === -1) return path;
+  return redactQueryValues(path + url.slice(query))?.replace(/rk_(live|test)_[A-Za-z0-9%]*/g, 'rk_$1_…');
 }
 
 /** A code as it may appear in a log: its last 4 characters at most. */
@@ -154,7 +168,7 @@ export function createLogger(level: string, stream?: DestinationStream): Logger 
         // the client sent it (a job id the router could not take is rewritten before routing).
         req: (req: { method?: string; url?: string; originalUrl?: string; ip?: string }) => ({
           method: req.method,
-          url: redactQueryValues(req.originalUrl ?? req.url),
+          url: loggedUrl(req.originalUrl ?? req.url),
           ip: req.ip,
         }),
       },

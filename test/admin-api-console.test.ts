@@ -57,6 +57,10 @@ describe('GET /admin/v1/customers', () => {
         created_at: '2026-11-22T09:00:00Z',
         disabled: false,
         plan: null,
+        health: {
+          live: { webhook: null, refused_today: 0 },
+          test: { webhook: null, refused_today: 0 },
+        },
       },
       {
         customer_id: ids[3],
@@ -64,6 +68,10 @@ describe('GET /admin/v1/customers', () => {
         created_at: '2026-11-22T09:00:00Z',
         disabled: false,
         plan: null,
+        health: {
+          live: { webhook: null, refused_today: 0 },
+          test: { webhook: null, refused_today: 0 },
+        },
       },
     ]);
     const second = ok(await get(`/admin/v1/customers?q=${tag}&limit=2&cursor=${first.next_cursor}`));
@@ -78,6 +86,24 @@ describe('GET /admin/v1/customers', () => {
     // LIKE wildcards in the search are literal characters.
     expect(ok(await get('/admin/v1/customers?q=%25')).customers).toEqual([]);
     expect(ok(await get('/admin/v1/customers?q=_')).customers).toEqual([]);
+  });
+
+  test("each customer's health per mode: its receiver's failures and its refusals today", async () => {
+    const m = await createMerchant(t);
+    for (let i = 0; i < 3; i++)
+      await t.api.inject({
+        method: 'GET',
+        url: `/v1/jobs/job_no${i}`,
+        headers: { authorization: `Bearer ${m.key}` },
+      });
+    await t.api.requestLog.flush();
+    const body = ok(await get(`/admin/v1/customers?q=${m.customerId}`));
+    // A search by id also finds names holding those digits: this customer's row.
+    const mine = body.customers.find((c: { customer_id: number }) => c.customer_id === m.customerId);
+    expect(mine.health).toEqual({
+      live: { webhook: null, refused_today: 0 },
+      test: { webhook: null, refused_today: 3 },
+    });
   });
 
   test('shows the plan label and a disabled customer', async () => {

@@ -31,11 +31,15 @@ describe('admin requests and admin lookup', () => {
     const text = await cli(['requests', '--customer', String(m.customerId)]);
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.trimEnd().split('\n');
-    expect(lines[0]).toBe('refused and failed requests, newest first:');
+    // The counts by error code come above the list.
+    expect(lines[0]).toBe('2 refused or failed by error code: bad_request ×1, not_found ×1');
+    expect(lines[1]).toBe('refused and failed requests, newest first:');
     // The header row (its layout is admin-format.ts's table).
-    expect(lines[1]).toMatch(
-      /^\s*at\s+customer\s+key\s+mode\s+request\s+status\s+error_code\s+request_id\s+ip\s+took$/,
+    expect(lines[2]).toMatch(
+      /^\s*at\s+customer\s+key\s+mode\s+request\s+status\s+error_code\s+why\s+player\s+job\s+request_id\s+ip\s+took$/,
     );
+    expect(text.stdout).toContain('body is not valid JSON');
+    expect(text.stdout).toContain(`${m.keyPrefix} (test)`);
     expect(text.stdout).toContain('POST /v1/redeem');
     expect(text.stdout).toContain('GET /v1/jobs/job_nothere');
     expect(text.stdout).toContain(m.keyPrefix);
@@ -68,6 +72,47 @@ describe('admin requests and admin lookup', () => {
     const wrong = await cli(['requests', '--status', 'teapot']);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/^error: bad_request: status: /);
+  });
+
+  test('--player, --day and --customer NAME; a 422 redeem shows its outcomes and its job', async () => {
+    const m = await createMerchant(t);
+    const named = await t.ctx.db.query<{ name: string }>('select name from customers where id = $1', [
+      m.customerId,
+    ]);
+    const r = await redeem(t, m.key, { player_id: '00054321', codes: [uniqueCode(), uniqueCode()] });
+    expect(r.statusCode).toBe(422);
+    await t.api.requestLog.flush();
+    const job = await t.ctx.db.query<{ id: string }>('select id from jobs where request_id = $1', [
+      r.headers['x-request-id'],
+    ]);
+    const text = await cli(['requests', '--player', '00054321', '--day', 'today']);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain('1 refused or failed on 2026-11-22 by error code: no error code ×1');
+    expect(text.stdout).toContain('bad_player ×2');
+    expect(text.stdout).toContain(job.rows[0]!.id);
+    const byName = await cli(['requests', '--customer', named.rows[0]!.name, '--json']);
+    expect(JSON.parse(byName.stdout)).toMatchObject({
+      counts: { total: 1, by_error_code: [{ error_code: null, count: 1 }] },
+      requests: [{ player_id: '00054321', job_id: job.rows[0]!.id, outcomes: { bad_player: 2 } }],
+    });
+    const otherDay = await cli(['requests', '--player', '00054321', '--day', '2026-11-21']);
+    expect(otherDay.stdout).toBe('no refused or failed requests\n');
+  });
+
+  test('customers health: live and test side by side, the mode in trouble first', async () => {
+    const m = await createMerchant(t);
+    await t.api.inject({ method: 'GET', url: '/v1/jobs/job_gone', headers: bearer(m.key) });
+    await t.api.requestLog.flush();
+    const text = await cli(['customers', 'health', String(m.customerId)]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toBe(
+      [
+        `customer ${m.customerId} on 2026-11-22: look at test first`,
+        'test: no receiver; refused today: not_found ×1',
+        'live: no receiver; refused today: none',
+        '',
+      ].join('\n'),
+    );
   });
 
   test('lookup names a job, a request and a player; jobs list --player filters by player', async () => {

@@ -140,7 +140,7 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
   });
 
   test('the overview plots real redeems: every series, every bucket, the same totals as the API', async () => {
-    // The overview opens on live; the redeems here are made with a test key.
+    // The redeems here are made with a test key; the overview shows them under test.
     await page.waitForSelector('[data-plot=billing] canvas');
     await page.selectOption('[data-select=mode]', 'test');
     await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=test');

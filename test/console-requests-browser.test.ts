@@ -32,6 +32,7 @@ describe.skipIf(!haveChromium)('the console: request log and lookup by id', () =
   let jobId: string;
   let jobRequestId: string;
   let refusedId: string;
+  let badPlayerJob: string;
   const player = `6${Date.now().toString().slice(-9)}`;
   const problems: string[] = [];
 
@@ -60,6 +61,14 @@ describe.skipIf(!haveChromium)('the console: request log and lookup by id', () =
     });
     expect(missing.statusCode).toBe(404);
     expect((await t.api.inject({ method: 'GET', url: '/v1/me' })).statusCode).toBe(401);
+    // A redeem whose one code met a bad player: 422, its outcomes and its job in the log.
+    const badPlayer = await redeem(t, other.key, { player_id: '00077777', codes: [uniqueCode()] });
+    expect(badPlayer.statusCode).toBe(422);
+    badPlayerJob = (
+      await t.ctx.db.query<{ id: string }>('select id from jobs where request_id = $1', [
+        badPlayer.headers['x-request-id'],
+      ])
+    ).rows[0]!.id;
     await t.api.requestLog.flush();
 
     browser = await chromium.launch({
@@ -100,7 +109,34 @@ describe.skipIf(!haveChromium)('the console: request log and lookup by id', () =
     expect(text).toContain('unidentified');
     expect(text).toContain(m.keyPrefix);
     expect(text).not.toContain(m.key);
+    // Why: a redeem's outcomes, and the job it made; the counts by error code above the list.
+    const redeemRow = all.find((r) => r.join(' ').includes('bad_player ×1'));
+    expect(redeemRow?.join(' | ')).toContain(badPlayerJob);
+    expect(redeemRow?.join(' | ')).toContain('00077777');
+    expect(text).toContain('body is not valid JSON');
+    const counts = await page.textContent('[data-counts]');
+    expect(counts).toMatch(/^\d+ refused or failed: /);
+    for (const code of [
+      'insufficient_funds ×1',
+      'bad_request ×1',
+      'not_found ×1',
+      'unauthorized ×1',
+      'no error code ×1',
+    ])
+      expect(counts).toContain(code);
     await page.screenshot({ path: join(DOCS, 'console-requests.png'), fullPage: true });
+    // A count filters the list by its code; a job link opens the job.
+    await page.click('[data-counts] a[data-code=not_found]');
+    await page.waitForFunction(() => location.hash.includes('error_code=not_found'));
+    await page.waitForSelector('[data-table=requests] tbody tr[data-status="404"]');
+    expect((await rows('requests')).every((r) => r.join(' ').includes('not_found'))).toBe(true);
+    await page.goto(`${base}/console#/requests?player_id=00077777&day=today`);
+    await page.waitForSelector(`[data-table=requests] a[href="#/jobs/${badPlayerJob}"]`);
+    expect(await rows('requests')).toHaveLength(1);
+    await page.click(`[data-table=requests] a[href="#/jobs/${badPlayerJob}"]`);
+    await page.waitForFunction((id) => location.hash === `#/jobs/${id}`, badPlayerJob);
+    await page.goto(`${base}/console#/requests`);
+    await page.waitForSelector('[data-table=requests] tbody tr[data-status]');
 
     await page.fill('input[name=status]', '402');
     await page.click('form.filters button[type=submit]');
@@ -112,7 +148,7 @@ describe.skipIf(!haveChromium)('the console: request log and lookup by id', () =
 
     await page.goto(`${base}/console#/requests?customer_id=${other.customerId}`);
     await page.waitForSelector('[data-table=requests] tbody tr[data-status="404"]');
-    expect(await rows('requests')).toHaveLength(1);
+    expect(await rows('requests')).toHaveLength(2);
   });
 
   test("the customer page shows that customer's refusals", async () => {

@@ -1,7 +1,7 @@
 // The console's webhooks across customers and the overview's mode (issue 36), in a real headless
 // Chromium against the real admin listener: a customer whose receiver answers 503 until its
-// event fails and another whose receiver delivers; the overview (live by default) counts neither
-// the test-mode quarantine nor the test-mode failed event until test is chosen, and its failed
+// event fails and another whose receiver delivers; the overview opens on the mode in trouble
+// (test: its quarantine and its failed event), with both modes in a line above, and its failed
 // webhooks card leads to the Webhooks page, which shows the failed event with its customer and
 // the receiver's answer and redelivers it after a confirmation; the customer page shows the
 // receiver with its token masked and its last 24 hours. Saves docs/console-webhooks.png.
@@ -79,15 +79,21 @@ describe.skipIf(!haveChromium)('webhooks and the overview in Chromium', () => {
 
   const cardValue = (name: string) => page.textContent(`[data-card=${name}] .big`);
 
-  test('the overview is live by default: test-mode problems are counted only under test', async () => {
+  test('the overview opens on the mode in trouble (test here), with both modes in a line above the cards', async () => {
     await page.waitForSelector('[data-card=webhooks]');
-    expect(await page.inputValue('[data-select=mode]')).toBe('live');
-    expect(await cardValue('quarantine')).toBe('0');
+    expect(await page.inputValue('[data-select=mode]')).toBe('test');
+    expect(await cardValue('quarantine')).toBe('1');
+    expect(await cardValue('webhooks')).toBe('1');
+    const modes = await page.textContent('[data-modes]');
+    expect(modes).toContain('live: 0 quarantined · 0 failed webhooks (24 h)');
+    expect(modes).toContain('test: 1 quarantined · 1 failed webhooks (24 h)');
+    await page.selectOption('[data-select=mode]', 'live');
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=live');
+    await expect.poll(() => cardValue('quarantine')).toBe('0');
     expect(await cardValue('webhooks')).toBe('0');
     await page.selectOption('[data-select=mode]', 'test');
     await expect.poll(() => page.evaluate(() => location.hash)).toBe('#/overview?mode=test');
     await expect.poll(() => cardValue('quarantine')).toBe('1');
-    expect(await cardValue('webhooks')).toBe('1');
     expect(await page.textContent('[data-card=webhooks] h3')).toBe('Failed webhooks, 24 h');
     // The cards lead to pages of the same mode.
     expect(await page.getAttribute('[data-card=queue] a', 'href')).toBe('#/jobs?status=queued&mode=test');
@@ -134,6 +140,53 @@ describe.skipIf(!haveChromium)('webhooks and the overview in Chromium', () => {
     expect(await page.textContent('[data-table=receivers] [data-cell=rate]')).toBe('0% (0/4)');
     expect(await page.content()).not.toContain('s3cret');
     await page.click('nav.sections [data-goto=webhooks]');
+    expect(problems).toEqual([]);
+  });
+
+  test("the customers list shows each mode's health: the failing receiver since when, refusals today", async () => {
+    await page.goto(`${base}/console#/customers`);
+    const row = `[data-table=customers] tbody tr:has(a[href="#/customers/${failing.customerId}"])`;
+    await page.waitForSelector(row);
+    expect(await page.textContent(`${row} [data-health=test]`)).toBe(
+      'webhook failing ×4 since 2026-11-22 09:00:00 UTCnone refused today',
+    );
+    expect(await page.textContent(`${row} [data-health=live]`)).toBe('no webhooknone refused today');
+    await page.screenshot({ path: join(DOCS, 'console-customers-health.png'), fullPage: false });
+    expect(problems).toEqual([]);
+  });
+
+  test('the customer page opens on its health: the failing test receiver first, since when, and its refusals today', async () => {
+    const missing = await kit.t.api.inject({
+      method: 'GET',
+      url: '/v1/jobs/job_notThere',
+      headers: { authorization: `Bearer ${failing.key}` },
+    });
+    expect(missing.statusCode).toBe(404);
+    await kit.t.api.requestLog.flush();
+    await page.goto(`${base}/console#/overview`);
+    await page.goto(`${base}/console#/customers/${failing.customerId}`);
+    await page.waitForSelector('[data-table=health] tbody tr');
+    const rows = await page.$$eval('[data-table=health] tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')),
+    );
+    expect(rows).toEqual([
+      [
+        'test look here first',
+        expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+\/hook\?token=\*\*\*$/),
+        '0% (0/4)',
+        '4',
+        '2026-11-22 09:00:00 UTC',
+        'not_found ×1',
+      ],
+      ['live', 'none registered', '—', '—', '—', 'none'],
+    ]);
+    // The event log below opens on the mode in trouble.
+    await page.waitForSelector('[data-section=events] select');
+    expect(await page.inputValue('[data-section=events] select')).toBe('test');
+    await page.screenshot({ path: join(DOCS, 'console-customer-health.png'), fullPage: false });
+    await page.click('[data-table=health] a[data-code=not_found]');
+    await page.waitForFunction(() => location.hash.includes('error_code=not_found'));
+    await page.waitForSelector('[data-table=requests] tbody tr[data-status="404"]');
     expect(problems).toEqual([]);
   });
 });

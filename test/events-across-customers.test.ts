@@ -108,7 +108,9 @@ describe('webhooks across customers', () => {
           delivered: 0,
           success_rate: 0,
           consecutive_failures: 4,
-          last_failure_at: expect.any(String),
+          last_failure_at: '2026-11-22T09:06:10Z',
+          // The run began with the first attempt, 370 s before its last.
+          failing_since: '2026-11-22T09:00:00Z',
         },
       },
     });
@@ -119,6 +121,7 @@ describe('webhooks across customers', () => {
       delivered: 1,
       success_rate: 1,
       consecutive_failures: 0,
+      failing_since: null,
     });
     // A day later the window is empty: nothing attempted, no rate.
     clock.advance(25 * 3_600_000);
@@ -138,6 +141,43 @@ describe('webhooks across customers', () => {
       test: null,
     });
     expect((await admin('/admin/v1/customers/8000000000000/webhooks')).statusCode).toBe(404);
+  });
+
+  test('GET /admin/v1/customers/{id}/health: live and test side by side, the mode in trouble first', async () => {
+    // Two refusals of the failing customer's test key today.
+    for (let i = 0; i < 2; i++)
+      await kit.t.api.inject({
+        method: 'GET',
+        url: `/v1/jobs/job_gone${i}`,
+        headers: { authorization: `Bearer ${failing.key}` },
+      });
+    await kit.t.api.requestLog.flush();
+    const res = await admin(`/admin/v1/customers/${failing.customerId}/health`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      ok: true,
+      request_id: expect.any(String),
+      customer_id: failing.customerId,
+      window_hours: 24,
+      day: '2026-11-22',
+      trouble_first: 'test',
+      modes: {
+        live: { webhook: null, refusals_today: { total: 0, by_error_code: [] } },
+        test: {
+          webhook: expect.objectContaining({
+            url: `https://127.0.0.1:${port}/hook?token=***&x=***`,
+            success_rate: 0,
+            consecutive_failures: 4,
+            failing_since: '2026-11-22T09:00:00Z',
+          }),
+          refusals_today: { total: 2, by_error_code: [{ error_code: 'not_found', count: 2 }] },
+        },
+      },
+    });
+    const quiet = (await admin(`/admin/v1/customers/${healthy.customerId}/health`)).json();
+    expect(quiet.trouble_first).toBeNull();
+    expect(quiet.modes.test.webhook).toMatchObject({ success_rate: 1, failing_since: null });
+    expect((await admin('/admin/v1/customers/8000000000000/health')).statusCode).toBe(404);
   });
 
   test('maskWebhookUrl masks every query value and a password, and keeps the rest', () => {

@@ -7,7 +7,7 @@ import { startRequestLogWriter } from '../src/core/requests/log-writer.ts';
 import { type RequestLogEntry, sweepRequestLog } from '../src/core/requests/request-log.ts';
 import { SWEEP_PASSES, sweepOnce } from '../src/core/sweeper/passes.ts';
 import { buildPublicApp } from '../src/http/public-app.ts';
-import { loggedPath } from '../src/http/request-log.ts';
+import { loggedPath } from '../src/logged-path.ts';
 import { registerPublicRoutes } from '../src/routes/public.ts';
 import {
   ADMIN_TOKEN,
@@ -42,6 +42,11 @@ interface Row {
   request_id: string;
   ip: string;
   duration_ms: number;
+  key_label: string | null;
+  message: string | null;
+  player_id: string | null;
+  job_id: string | null;
+  outcomes: Record<string, number> | null;
 }
 
 async function rowOf(requestId: string): Promise<Row> {
@@ -75,6 +80,11 @@ describe('every refusal is logged with what it was, never what it carried', () =
       request_id: none.headers['x-request-id'],
       ip: '127.0.0.1',
       duration_ms: expect.any(Number),
+      key_label: null,
+      message: expect.stringContaining('key'),
+      player_id: null,
+      job_id: null,
+      outcomes: null,
     });
     expect(await rawRow(row.request_id)).not.toContain('hunter2');
 
@@ -111,7 +121,9 @@ describe('every refusal is logged with what it was, never what it carried', () =
     const p = await rowOf(poor.headers['x-request-id'] as string);
     expect(p).toMatchObject({ customer_id: m.customerId, status: 402, error_code: 'insufficient_funds' });
     const raw = await rawRow(p.request_id);
-    for (const secret of [...codes, m.key, 'funds-key', PLAYER]) expect(raw).not.toContain(secret);
+    for (const secret of [...codes, m.key, 'funds-key']) expect(raw).not.toContain(secret);
+    // The player is not a secret: the operator looks a player's refusals up by it.
+    expect(p.player_id).toBe(PLAYER);
 
     const rich = await createMerchant(t, { topup: { test: '10' } });
     await addStock(t, rich.customerId, 'test', '60', [uniqueCode()]);
@@ -144,7 +156,8 @@ describe('every refusal is logged with what it was, never what it carried', () =
     });
     expect(lost.statusCode).toBe(404);
     const r = await rowOf(lost.headers['x-request-id'] as string);
-    expect(r.path).toBe('/v1/nowhere/rk_test_…');
+    // A segment no route names (a typo, or a code) shows its last 4 characters.
+    expect(r.path).toBe('/v1/…here/rk_test_…');
     expect(await rawRow(r.request_id)).not.toContain(m.key.slice(8));
   });
 
@@ -187,8 +200,12 @@ describe('every refusal is logged with what it was, never what it carried', () =
 
   test('loggedPath: no query, no fragment, keys masked, at most 200 characters', () => {
     expect(loggedPath('/v1/jobs/job_1?x=1#y')).toBe('/v1/jobs/job_1');
-    expect(loggedPath(`/a/${'x'.repeat(300)}`)).toHaveLength(200);
+    expect(loggedPath(`/v1${'/jobs'.repeat(60)}`)).toHaveLength(200);
+    expect(loggedPath(`/a/${'x'.repeat(300)}`)).toBe('/a/…xxxx');
     expect(loggedPath('/v1/rk_live_ABCDEF/x')).toBe('/v1/rk_live_…/x');
+    expect(loggedPath('/v1/rk%5Flive%5FABCDEF/x')).toBe('/v1/rk_live_…/x');
+    expect(loggedPath('/v1/jobs/ABCD-EFGH-1234-WXYZ')).toBe('/v1/jobs/…WXYZ');
+    expect(loggedPath('/v1/jobs/%41BCD-EFGH-1234-WXYZ%zz')).toBe('/v1/jobs/…Z%zz');
   });
 });
 
@@ -283,6 +300,8 @@ describe('GET /admin/v1/requests', () => {
     expect(res.json()).toEqual({
       ok: true,
       request_id: expect.any(String),
+      day: null,
+      counts: { total: expect.any(Number), by_error_code: expect.any(Array), complete: true },
       requests: expect.any(Array),
       next_cursor: expect.anything(),
     });
@@ -376,7 +395,8 @@ describe('bounded', () => {
       startRequestLogWriter({
         db: t.ctx.db,
         logger: t.ctx.logger,
-        caps: { perCustomer: 30, unidentified: 20 },
+        // The unidentified callers' cap is spent a 24th an hour: 20 rows in this hour.
+        caps: { perCustomer: 30, unidentified: 20 * 24 },
         batchRows: 7,
         counters: {
           written: () => undefined,
@@ -402,7 +422,7 @@ describe('bounded', () => {
     await Promise.all(writers.map((w) => w.stop()));
   });
 
-  test('a full buffer drops and counts; a failed write drops the batch with a log line', async () => {
+  test('a full buffer drops and counts; the database away drops the batch with a log line (no retry of each row)', async () => {
     const dropped: Record<string, number> = {};
     const counters = {
       written: () => undefined,
@@ -413,7 +433,7 @@ describe('bounded', () => {
     const failing = {
       ...t.ctx.db,
       transaction: async () => {
-        throw new Error('database away');
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
       },
     } as typeof t.ctx.db;
     const w = startRequestLogWriter({
@@ -421,6 +441,7 @@ describe('bounded', () => {
       logger: t.ctx.logger,
       caps: { perCustomer: 1000, unidentified: 1000 },
       maxBuffered: 5,
+      subjectShare: 5,
       flushMs: 3_600_000,
       counters,
     });
@@ -461,6 +482,7 @@ describe('bounded', () => {
       logger: t.ctx.logger,
       caps: { perCustomer: 1000, unidentified: 1000 },
       maxBuffered: 3,
+      subjectShare: 3,
       flushMs: 50,
       counters: {
         written: () => undefined,

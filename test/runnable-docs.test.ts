@@ -65,6 +65,8 @@ test('the pages a newcomer follows have runnable examples', () => {
   expect(byFile.get('docs/merchants/first-hour.md')?.files.map((f) => f.name)).toEqual(['receiver.mjs']);
   expect(blocks('docs/merchants/statements.md')).toContain('/v1/statements');
   expect(blocks('docs/operators/cli.md')).toMatch(/^redeem-gateway admin /m);
+  expect(blocks('docs/operators/requests.md')).toMatch(/^redeem-gateway admin requests --player /m);
+  expect(blocks('docs/operators/investigating.md')).toMatch(/^redeem-gateway admin customers health /m);
   expect(blocks('docs/merchants/sdk.md')).toContain('node quickstart.mjs');
 });
 

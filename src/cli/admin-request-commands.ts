@@ -1,29 +1,69 @@
-// The request log and lookup by id (issue 36): `admin requests` lists refused and failed public
-// API answers, `admin lookup ID` says what an id names. Same shape as admin-commands.ts.
+// The request log and lookup by id: `admin requests` lists refused and failed public API answers
+// with why each failed (the error's message, a redeem's outcomes, its player and job), counted by
+// error code above the list; `admin lookup ID` says what an id names. Same shape as
+// admin-commands.ts.
 import { type Command, id, type Json, withQuery } from './admin-command.ts';
 import { table } from './admin-format.ts';
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const orDash = (v: unknown) => (v === null || v === undefined ? '-' : String(v));
 
+/** A redeem's outcomes as `bad_player ×1, failed ×2`. */
+export const outcomesText = (outcomes: unknown) =>
+  isObject(outcomes)
+    ? Object.entries(outcomes)
+        .map(([status, n]) => `${status} ×${n}`)
+        .join(', ')
+    : '';
+
+/** The counts by error code above the list: `6 refused or failed: not_found ×3, no_stock ×2`. */
+function formatCounts(a: Json): string[] {
+  const counts = isObject(a.counts) ? a.counts : null;
+  if (!counts || !Array.isArray(counts.by_error_code) || counts.total === 0) return [];
+  const parts = counts.by_error_code
+    .filter(isObject)
+    .map((c) => `${c.error_code ?? 'no error code'} ×${c.count}`);
+  const day = typeof a.day === 'string' ? ` on ${a.day}` : '';
+  const more = counts.complete === false ? ' (at least)' : '';
+  return [`${counts.total}${more} refused or failed${day} by error code: ${parts.join(', ')}`];
+}
+
 function formatRequests(a: Json): string[] {
   const rows = (Array.isArray(a.requests) ? a.requests.filter(isObject) : []).map((r) => [
     String(r.at),
-    orDash(r.customer_id),
-    orDash(r.key_prefix),
+    r.customer_id === null ? '-' : `${r.customer_id}${r.customer_name ? ` ${r.customer_name}` : ''}`,
+    r.key_prefix ? `${r.key_prefix}${r.key_label ? ` (${r.key_label})` : ''}` : '-',
     orDash(r.mode),
     `${r.method} ${r.path}`,
     String(r.status),
     orDash(r.error_code),
+    outcomesText(r.outcomes) || orDash(r.message),
+    orDash(r.player_id),
+    orDash(r.job_id),
     String(r.request_id),
     String(r.ip),
     `${r.duration_ms} ms`,
   ]);
   if (!rows.length) return ['no refused or failed requests'];
   return [
+    ...formatCounts(a),
     'refused and failed requests, newest first:',
     ...table(
-      ['at', 'customer', 'key', 'mode', 'request', 'status', 'error_code', 'request_id', 'ip', 'took'],
+      [
+        'at',
+        'customer',
+        'key',
+        'mode',
+        'request',
+        'status',
+        'error_code',
+        'why',
+        'player',
+        'job',
+        'request_id',
+        'ip',
+        'took',
+      ],
       rows,
     ),
     ...(a.next_cursor ? [`more: add --cursor ${a.next_cursor}`] : []),
@@ -49,10 +89,13 @@ export const REQUEST_COMMANDS: Command[] = [
     name: 'requests',
     args: [],
     synopsis:
-      '[--customer ID] [--status 404|4xx|5xx] [--error-code C] [--request-id R] [--since ISO] [--limit N] [--cursor C]',
-    summary: 'the request log: refused and failed public API answers, newest first (no bodies, no keys)',
+      '[--customer ID|NAME] [--player P] [--day YYYY-MM-DD|today] [--status 404|4xx|5xx] [--error-code C] [--request-id R] [--since ISO] [--limit N] [--cursor C]',
+    summary:
+      'the request log: refused and failed public API answers and why, counted by error code, newest first (no bodies, no keys)',
     options: {
       customer: { type: 'string' },
+      player: { type: 'string' },
+      day: { type: 'string' },
       status: { type: 'string' },
       'error-code': { type: 'string' },
       'request-id': { type: 'string' },
@@ -63,7 +106,9 @@ export const REQUEST_COMMANDS: Command[] = [
     request: async (p) => ({
       method: 'GET',
       path: withQuery('/admin/v1/requests', p, {
-        customer: 'customer_id',
+        customer: 'customer',
+        player: 'player_id',
+        day: 'day',
         status: 'status',
         'error-code': 'error_code',
         'request-id': 'request_id',

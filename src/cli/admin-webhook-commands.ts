@@ -1,6 +1,6 @@
-// The admin CLI's views across customers (issue 36):
+// The admin CLI's views across customers:
 //   events all [--state pending|delivered|failed] [--mode] [--customer ID] [--limit] [--cursor]
-//   customers webhooks ID, customers enable ID is in admin-commands.ts
+//   customers webhooks ID, customers health ID (customers enable ID is in admin-commands.ts)
 //   money [--mode] [--from] [--to] [--csv]
 // Lists print as one table (admin-format.ts `table`), a single record as `key: value` lines.
 import { moneyCsv } from '../core/billing/money-by-day.ts';
@@ -48,7 +48,31 @@ function formatReceivers(a: Json): string[] {
       `${mode}.registered_at: ${w.registered_at}`,
       `${mode}.last_${a.window_hours}h: ${w.delivered}/${w.attempted} delivered (${rate})`,
       `${mode}.failures_in_a_row: ${w.consecutive_failures}`,
+      `${mode}.failing_since: ${text(w.failing_since)}`,
     );
+  }
+  return lines;
+}
+
+/** One line a mode, the mode in trouble first: its receiver and its refusals today by code. */
+function formatHealth(a: Json): string[] {
+  const modes = isObject(a.modes) ? a.modes : {};
+  const first = a.trouble_first === 'test' ? ['test', 'live'] : ['live', 'test'];
+  const lines = [
+    `customer ${a.customer_id} on ${a.day}: ${a.trouble_first ? `look at ${a.trouble_first} first` : 'both modes quiet'}`,
+  ];
+  for (const mode of first) {
+    const m = isObject(modes[mode]) ? modes[mode] : {};
+    const w = isObject(m.webhook) ? m.webhook : null;
+    const receiver = w
+      ? `receiver ${w.url}, delivered ${w.delivered}/${w.attempted} in ${a.window_hours} h, ${w.consecutive_failures} failures in a row${w.failing_since ? ` since ${w.failing_since}` : ''}`
+      : 'no receiver';
+    const r = isObject(m.refusals_today) ? m.refusals_today : {};
+    const codes = Array.isArray(r.by_error_code) ? r.by_error_code.filter(isObject) : [];
+    const refused = codes.length
+      ? codes.map((c) => `${c.error_code ?? 'no error code'} ×${c.count}`).join(', ')
+      : 'none';
+    lines.push(`${mode}: ${receiver}; refused today: ${refused}`);
   }
   return lines;
 }
@@ -102,6 +126,16 @@ export const WEBHOOK_COMMANDS: Command[] = [
     options: {},
     request: async (p) => ({ method: 'GET', path: `${customerPath(p)}/webhooks` }),
     print: formatReceivers,
+  },
+  {
+    name: 'customers health',
+    args: ['ID'],
+    synopsis: '',
+    summary:
+      "the customer's live and test side by side: webhook receiver (delivered, failures in a row, since when) and refusals today by error code",
+    options: {},
+    request: async (p) => ({ method: 'GET', path: `${customerPath(p)}/health` }),
+    print: formatHealth,
   },
   {
     name: 'money',

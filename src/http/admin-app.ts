@@ -2,6 +2,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createSessionStore, type SessionStore } from '../console/session.ts';
 import { newRequestId } from '../core/ids.ts';
+import { rememberRouteWords } from '../logged-path.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import { installAdminDoor } from './admin-door.ts';
 import type { ServerContext } from './context.ts';
@@ -38,6 +39,8 @@ export async function buildAdminApp(ctx: ServerContext, routes: AdminRoutes): Pr
     clientErrorHandler: clientErrorHandler(),
   });
   paramRouting.learnRoutes(app);
+  // Logs show a path's segments in full only when a route names them (src/logged-path.ts).
+  app.addHook('onRoute', (route) => rememberRouteWords(route.url));
   installPlumbing(app, { bodyLimit: ADMIN_BODY_LIMIT });
   installHttpMetrics(app, ctx.metrics, 'admin');
   const sessions = createSessionStore(ctx.clock);

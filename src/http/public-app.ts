@@ -6,6 +6,7 @@ import { newRequestId } from '../core/ids.ts';
 import type { KeyRecord } from '../core/keys/keys.ts';
 import { createRefusalPace } from '../core/limits/refusal-pace.ts';
 import { retryFor, retryOnConnectionError } from '../core/retry.ts';
+import { rememberRouteWords } from '../logged-path.ts';
 import { installHttpMetrics } from '../metrics/http-metrics.ts';
 import type { ServerContext } from './context.ts';
 import { API_VERSION, EVERY_RESPONSE_HEADERS, setAccountHeaders } from './headers.ts';
@@ -47,6 +48,8 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   // when it answers without running it (a 413, a malformed body), before that answer.
   let keyChecks: KeyChecks | undefined;
   paramRouting.learnRoutes(app);
+  // Logs show a path's segments in full only when a route names them (src/logged-path.ts).
+  app.addHook('onRoute', (route) => rememberRouteWords(route.url));
   installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
   installHttpMetrics(app, ctx.metrics, 'public');
   // Refused and failed answers, written in batches off the request path (issue 36).

@@ -53,6 +53,7 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
           throw new Error('a key passed authentication, then failed its re-check');
       }
       keyPassedInStatement(request);
+      if (answer.kind === 'result' || answer.kind === 'accepted') request.loggedJobId = answer.jobId;
       if (answer.kind === 'accepted' && !answer.replay) ctx.jobs.wake();
       return send(reply, answer);
     },

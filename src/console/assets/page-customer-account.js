@@ -235,6 +235,7 @@ export function planSection(c, id, reload) {
 }
 
 const SECTION_LABELS = {
+  health: 'Health',
   account: 'Plan & wallets',
   keys: 'API keys',
   bot: 'Chat bot',

@@ -6,6 +6,7 @@ import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { formValues, h, put, statusLine, table, when } from './dom.js';
 import { accountBar, planSection, sectionBar } from './page-customer-account.js';
 import { botSection } from './page-customer-bot.js';
+import { healthSection } from './page-customer-health.js';
 import { eventsSection, statementSection } from './page-customer-reconcile.js';
 import { requestsSection } from './page-requests.js';
 import { ledgerSection, walletSection } from './page-wallet.js';
@@ -30,11 +31,12 @@ export async function renderList(main) {
           h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.name)),
           h('td', c.plan ? `${c.plan.label}${c.plan.active ? '' : ' (inactive)'}` : 'no plan'),
           h('td', c.disabled ? 'disabled' : 'active'),
+          ['live', 'test'].map((m) => h('td', { 'data-health': m }, healthCell(c.health?.[m]))),
           h('td', when(c.created_at)),
         ),
       );
     }
-    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 5 }, 'no customers')));
+    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 7 }, 'no customers')));
     cursor = page.next_cursor;
     more.hidden = !cursor;
   };
@@ -92,7 +94,7 @@ export async function renderList(main) {
         'thead',
         h(
           'tr',
-          ['Id', 'Name', 'Plan', 'State', 'Created'].map((t) => h('th', t)),
+          ['Id', 'Name', 'Plan', 'State', 'Live', 'Test', 'Created'].map((t) => h('th', t)),
         ),
       ),
       tbody,
@@ -102,19 +104,42 @@ export async function renderList(main) {
   await load();
 }
 
+/** A mode's health in the list: its receiver's run of failures and since when, refusals today. */
+function healthCell(m) {
+  if (!m) return '—';
+  const hook = !m.webhook
+    ? h('span.muted', 'no webhook')
+    : m.webhook.consecutive_failures > 0
+      ? h(
+          'span.badge.failed',
+          `webhook failing ×${m.webhook.consecutive_failures}${m.webhook.failing_since ? ` since ${when(m.webhook.failing_since)}` : ''}`,
+        )
+      : h('span', 'webhook ok');
+  return [
+    hook,
+    h('br'),
+    m.refused_today > 0 ? `${m.refused_today} refused today` : h('span.muted', 'none refused today'),
+  ];
+}
+
 export async function renderDetail(main, id, flash) {
-  const c = await api('GET', `/admin/v1/customers/${id}`);
+  const [c, health] = await Promise.all([
+    api('GET', `/admin/v1/customers/${id}`),
+    api('GET', `/admin/v1/customers/${id}/health`),
+  ]);
   const base = `/admin/v1/customers/${id}`;
   // After a change the whole customer is read again, with a line saying what was done.
   const reload = (message) => renderDetail(main, id, message);
-  // The event log and statement open on the mode the customer has live keys for, else test.
-  const mode = c.keys.some((k) => k.mode === 'live') ? 'live' : 'test';
+  // The event log and statement open on the mode in trouble (a failing receiver, more refusals
+  // today), else on the mode the customer has live keys for, else test.
+  const mode = health.trouble_first ?? (c.keys.some((k) => k.mode === 'live') ? 'live' : 'test');
   const events = eventsSection(id, mode);
   const statement = statementSection(id, mode);
   const bot = botSection(id);
   const receivers = receiversSection(id);
   const requests = requestsSection(id);
   const parts = {
+    health: healthSection(id, health),
     account: h('div.columns', planSection(c, id, reload), walletSection(c, base, reload, id)),
     keys: keysSection(c, id),
     bot,

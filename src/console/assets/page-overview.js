@@ -1,5 +1,6 @@
 // Overview: what needs attention (queue, quarantine, webhooks) and redeems per hour (24 h) and
-// per day (30 days) by outcome, and billed against refunded; all of one mode (live by default).
+// per day (30 days) by outcome, and billed against refunded; all of one mode (by default the one
+// in trouble, else live), with a line comparing both modes.
 import { api, qs } from './api.js';
 import { BILLING_SERIES, moneyPlot, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { csvButton, h, put, statusLine, usd, when } from './dom.js';
@@ -13,12 +14,37 @@ const card = (name, title, value, detail, href) =>
     h('p.muted', detail),
   );
 
+/** How much a mode needs looking at: quarantined codes and failing or failed webhooks. */
+const trouble = (o) => o.quarantined_codes + o.webhooks.failed_24h + o.webhooks.failing;
+
+/** Both modes in one line, each a link to its overview: `live: 0 quarantined · … — test: …`. */
+const modesLine = (live, test) =>
+  h(
+    'p.modes',
+    { 'data-modes': '' },
+    [
+      ['live', live],
+      ['test', test],
+    ].map(([m, o], i) => [
+      i > 0 ? ' — ' : '',
+      h('a', { href: `#/overview?mode=${m}` }, m),
+      `: ${o.quarantined_codes} quarantined · ${o.webhooks.failed_24h} failed webhooks (24 h) · ${o.webhooks.failing} failing · ${o.queue.queued} queued`,
+    ]),
+  );
+
 export async function render(main) {
-  // Every card and plot is of the mode chosen, live unless asked ('all': both together).
-  const chosen = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode') ?? 'live';
+  // Every card and plot is of the mode chosen ('all': both together). Unless one is asked for,
+  // the overview opens on the mode in trouble (live when neither or both are), so a test mode on
+  // fire is not hidden behind live's zeros; a line above the cards shows both modes.
+  const asked = new URLSearchParams(location.hash.split('?')[1] ?? '').get('mode');
+  const [live, test] = await Promise.all([
+    api('GET', `/admin/v1/overview${qs({ mode: 'live' })}`),
+    api('GET', `/admin/v1/overview${qs({ mode: 'test' })}`),
+  ]);
+  const chosen = asked ?? (trouble(test) > trouble(live) ? 'test' : 'live');
   const mode = chosen === 'all' ? '' : chosen;
   const [o, hourly, daily, enc, money] = await Promise.all([
-    api('GET', `/admin/v1/overview${qs({ mode })}`),
+    chosen === 'live' ? live : chosen === 'test' ? test : api('GET', '/admin/v1/overview'),
     api('GET', `/admin/v1/usage${qs({ granularity: 'hour', mode })}`),
     api('GET', `/admin/v1/usage${qs({ granularity: 'day', mode })}`),
     api('GET', '/admin/v1/encryption'),
@@ -30,7 +56,7 @@ export async function render(main) {
       'aria-label': 'mode',
       'data-select': 'mode',
       onchange: (e) => {
-        location.hash = `#/overview${e.target.value === 'live' ? '' : `?mode=${e.target.value}`}`;
+        location.hash = `#/overview?mode=${e.target.value}`;
       },
     },
     ['live', 'test', 'all'].map((m) =>
@@ -40,6 +66,7 @@ export async function render(main) {
   put(
     main,
     h('header.page', h('h2', 'Overview'), modeSelect),
+    modesLine(live, test),
     h(
       'div.cards',
       card(

@@ -1,13 +1,30 @@
-// The request log (issue 36): refused and failed public API answers, newest first, across
-// customers or for one, filtered by status, error code, request id and time; and the header's
-// search box, which takes a request, job, event or player id and goes to what it names.
+// The request log: refused and failed public API answers and why, newest first, across customers
+// or for one, filtered by customer (id or name), player, day, status, error code, request id and
+// time, with the matching rows counted by error code above the list (each count filters by its
+// code); a row links to its customer and its job. And the header's search box, which takes a
+// request, job, event or player id and goes to what it names.
 import { api, qs } from './api.js';
 import { formValues, h, put, statusLine, when } from './dom.js';
 
 const hashParams = () => new URLSearchParams(location.hash.split('?')[1] ?? '');
 const toIso = (local) => (local ? `${local.length === 16 ? `${local}:00` : local}Z` : '');
 const toLocal = (iso) => (iso ? iso.replace(/Z$/, '').slice(0, 16) : '');
-const FILTERS = ['customer_id', 'status', 'error_code', 'request_id', 'since'];
+const FILTERS = [
+  'customer_id',
+  'customer',
+  'player_id',
+  'day',
+  'status',
+  'error_code',
+  'request_id',
+  'since',
+];
+
+/** A redeem's outcomes as `bad_player ×1, failed ×2`. */
+const outcomesText = (outcomes) =>
+  Object.entries(outcomes ?? {})
+    .map(([status, n]) => `${status} ×${n}`)
+    .join(', ');
 
 /** The log's columns; `withCustomer` false on a customer's own page. */
 function columns(withCustomer) {
@@ -25,11 +42,22 @@ function columns(withCustomer) {
               h('span.muted', ` #${r.customer_id}`),
             ),
     ],
-    ['Key', (r) => (r.key_prefix ? h('code', r.key_prefix) : '—')],
+    [
+      'Key',
+      (r) =>
+        r.key_prefix ? [h('code', r.key_prefix), r.key_label ? h('span.muted', ` ${r.key_label}`) : ''] : '—',
+    ],
     ['Mode', (r) => r.mode ?? '—'],
     ['Request', (r) => h('code', `${r.method} ${r.path}`)],
     ['Status', (r) => h('span', { class: `badge ${r.status >= 500 ? 'failed' : 'refused'}` }, r.status)],
     ['Error code', (r) => r.error_code ?? '—'],
+    ['Why', (r) => h('span', { 'data-why': '' }, outcomesText(r.outcomes) || r.message || '—')],
+    [
+      'Player',
+      (r) =>
+        r.player_id ? h('a', { href: `#/requests${qs({ player_id: r.player_id })}` }, r.player_id) : '—',
+    ],
+    ['Job', (r) => (r.job_id ? h('a', { href: `#/jobs/${r.job_id}` }, h('code', r.job_id)) : '—')],
     ['Request id', (r) => h('code', { 'data-request-id': r.request_id }, r.request_id)],
     ['Address', (r) => r.ip],
     ['ms', (r) => r.duration_ms],
@@ -41,11 +69,13 @@ function logTable(filter, withCustomer) {
   const cols = columns(withCustomer);
   const status = statusLine();
   const tbody = h('tbody');
+  const counts = h('p.counts', { 'data-counts': '' });
   const more = h('button', { type: 'button', hidden: true }, 'Older requests');
   let cursor = null;
   const load = async () => {
     try {
       const page = await api('GET', `/admin/v1/requests${qs({ ...filter, cursor, limit: 50 })}`);
+      if (!cursor) put(counts, countsLine(page, filter));
       for (const r of page.requests)
         tbody.append(
           h(
@@ -66,6 +96,7 @@ function logTable(filter, withCustomer) {
   const el = h(
     'div',
     status.el,
+    counts,
     h(
       'table',
       { 'data-table': 'requests' },
@@ -83,6 +114,30 @@ function logTable(filter, withCustomer) {
   return { el, ready: load() };
 }
 
+/** `6 refused or failed: not_found ×3 · no_stock ×2`, each count a link filtering by its code. */
+function countsLine(page, filter) {
+  const c = page.counts;
+  if (!c || c.total === 0) return [];
+  const base = filter.customer_id ? { customer_id: filter.customer_id } : filter;
+  const parts = c.by_error_code.map((e, i) => [
+    i > 0 ? ' · ' : '',
+    e.error_code === null
+      ? h('span', { 'data-code': '' }, `no error code ×${e.count}`)
+      : h(
+          'a',
+          {
+            href: `#/requests${qs({ ...base, error_code: e.error_code, cursor: undefined })}`,
+            'data-code': e.error_code,
+          },
+          `${e.error_code} ×${e.count}`,
+        ),
+  ]);
+  return [
+    h('strong', `${c.total}${c.complete ? '' : '+'} refused or failed${page.day ? ` on ${page.day}` : ''}: `),
+    ...parts,
+  ];
+}
+
 function filterForm(f) {
   const input = (name, placeholder, attrs = {}) =>
     h('input', { name, placeholder, value: f[name], 'aria-label': placeholder, ...attrs });
@@ -95,7 +150,10 @@ function filterForm(f) {
         location.hash = `#/requests${qs({ ...v, since: toIso(v.since) })}`;
       },
     },
-    input('customer_id', 'customer id', { inputmode: 'numeric' }),
+    f.customer_id ? input('customer_id', 'customer id', { inputmode: 'numeric' }) : '',
+    input('customer', 'customer id or name'),
+    input('player_id', 'player id', { inputmode: 'numeric', size: 14 }),
+    input('day', 'day (YYYY-MM-DD or today)', { size: 22 }),
     input('status', 'status (404, 4xx, 5xx)', { size: 16 }),
     input('error_code', 'error code'),
     input('request_id', 'request id', { size: 30 }),
@@ -118,7 +176,7 @@ export async function render(main) {
     h('header.page', h('h2', 'Requests')),
     h(
       'p.muted',
-      'Public API answers with status 400 or above: what each request was (no bodies, keys or codes). Kept 7 days by default, at most 10,000 a customer a day.',
+      'Public API answers with status 400 or above: what each request was and why it failed (no bodies, keys or codes). Kept 7 days by default, at most 10,000 a customer a day; the unidentified callers are sampled.',
     ),
     filterForm(f),
     log.el,

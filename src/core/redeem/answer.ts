@@ -38,6 +38,8 @@ export type RedeemAnswer =
       requestId: string;
       /** Requests billed by this call (0 for a replay). */
       billed: number;
+      /** The job the result is of (a sync answer's body does not name it; the request log does). */
+      jobId: string;
     } & StartAnswer);
 
 export async function answerRedeem(
@@ -68,6 +70,7 @@ export async function answerRedeem(
       replay: true,
       requestId: started.requestId,
       billed: 0,
+      jobId: started.jobId,
       ...headers,
     };
   }
@@ -97,6 +100,7 @@ export async function answerRedeem(
       replay: false,
       requestId: input.requestId,
       billed: run.billed,
+      jobId: job.id,
       ...after,
     };
   } catch (err) {

@@ -19,8 +19,19 @@ export interface RequestLogEntry {
   status: number;
   errorCode: string | null;
   requestId: string;
+  /** The client's address; `unknown` when its socket was gone before the answer was logged. */
   ip: string;
   durationMs: number;
+  /** The key that sent it, when identified (its label is read from the key). */
+  keyId?: string | null;
+  /** A redeem's player id, when it had a valid one. */
+  playerId?: string | null;
+  /** The job a redeem created. */
+  jobId?: string | null;
+  /** A redeem's codes by outcome status, only the non-zero counts (`{"bad_player": 1}`). */
+  outcomes?: Record<string, number> | null;
+  /** The error body's message, caller text in it masked. */
+  message?: string | null;
 }
 
 /** Caps of rows kept per UTC day: per customer, and for all unidentified callers together. */
@@ -29,11 +40,55 @@ export interface RequestLogCaps {
   unidentified: number;
 }
 
-/** The subject a row is counted against: its customer, or `-` for every unidentified caller. */
-export const subjectOf = (customerId: number | null) => (customerId === null ? '-' : String(customerId));
+/**
+ * The subject a row is counted against: its customer, or for every unidentified caller together
+ * `-` and the UTC hour (`-09`). The unidentified callers' daily cap is spent an hour at a time
+ * (a 24th of it each hour), so a flood in the morning cannot use up the day and leave a later
+ * attack unlogged: each hour of a flood is sampled, the rest counted.
+ */
+export const subjectOf = (customerId: number | null, at: Date) =>
+  customerId === null ? `-${at.toISOString().slice(11, 13)}` : String(customerId);
+export const isUnidentified = (subject: string) => subject.startsWith('-');
 export const utcDay = (at: Date) => at.toISOString().slice(0, 10);
 export const capOf = (caps: RequestLogCaps, subject: string) =>
-  subject === '-' ? caps.unidentified : caps.perCustomer;
+  isUnidentified(subject) ? Math.ceil(caps.unidentified / 24) : caps.perCustomer;
+
+const MODES = new Set(['live', 'test']);
+const text = (v: unknown, max: number, fallback: string) =>
+  typeof v === 'string' && v.length > 0 ? v.slice(0, max) : fallback;
+const optionalText = (v: unknown, max: number) =>
+  typeof v === 'string' && v.length > 0 ? v.slice(0, max) : null;
+const int = (v: unknown, fallback: number) =>
+  typeof v === 'number' && Number.isFinite(v)
+    ? Math.max(-2_147_483_648, Math.min(2_147_483_647, Math.round(v)))
+    : fallback;
+
+/**
+ * The entry with a value for every column the table requires: a row missing one (the address of
+ * a request whose socket was already gone) would otherwise fail the insert of its whole batch.
+ */
+export function completeEntry(e: RequestLogEntry): RequestLogEntry {
+  const at = e.at instanceof Date && !Number.isNaN(e.at.getTime()) ? e.at : new Date();
+  const customerId = Number.isSafeInteger(e.customerId) ? e.customerId : null;
+  return {
+    at,
+    customerId,
+    keyPrefix: optionalText(e.keyPrefix, 32),
+    mode: e.mode !== null && MODES.has(e.mode) ? e.mode : null,
+    method: text(e.method, 16, '-'),
+    path: text(e.path, 200, '/'),
+    status: int(e.status, 0),
+    errorCode: optionalText(e.errorCode, 64),
+    requestId: text(e.requestId, 100, '-'),
+    ip: text(e.ip, 64, 'unknown'),
+    durationMs: Math.max(0, int(e.durationMs, 0)),
+    keyId: optionalText(e.keyId, 64),
+    playerId: optionalText(e.playerId, 20),
+    jobId: optionalText(e.jobId, 64),
+    outcomes: e.outcomes && Object.keys(e.outcomes).length > 0 ? e.outcomes : null,
+    message: optionalText(e.message, 300),
+  };
+}
 
 /**
  * Writes a batch within the daily caps, in one transaction of two statements: the day's count of
@@ -49,7 +104,7 @@ export async function writeRequestLogBatch(
   if (entries.length === 0) return { written: 0, capped: 0 };
   const groups = new Map<string, { subject: string; day: string; rows: RequestLogEntry[] }>();
   for (const e of entries) {
-    const subject = subjectOf(e.customerId);
+    const subject = subjectOf(e.customerId, e.at);
     const day = utcDay(e.at);
     const key = `${subject}|${day}`;
     const g = groups.get(key) ?? { subject, day, rows: [] };
@@ -77,9 +132,14 @@ export async function writeRequestLogBatch(
   if (kept.length > 0) {
     await q.query(
       `insert into request_log (at, customer_id, key_prefix, mode, method, path, status, error_code,
-                                request_id, ip, duration_ms)
-       select * from unnest($1::timestamptz[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
-                            $7::int[], $8::text[], $9::text[], $10::text[], $11::int[])`,
+                                request_id, ip, duration_ms, key_id, player_id, job_id, outcomes, message)
+       select at, customer_id, key_prefix, mode, method, path, status, error_code, request_id, ip,
+              duration_ms, key_id, player_id, job_id, outcomes::jsonb, message
+         from unnest($1::timestamptz[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::int[], $8::text[], $9::text[], $10::text[], $11::int[], $12::text[], $13::text[],
+                     $14::text[], $15::text[], $16::text[])
+           as r(at, customer_id, key_prefix, mode, method, path, status, error_code, request_id, ip,
+                duration_ms, key_id, player_id, job_id, outcomes, message)`,
       [
         kept.map((e) => e.at),
         kept.map((e) => e.customerId),
@@ -92,6 +152,11 @@ export async function writeRequestLogBatch(
         kept.map((e) => e.requestId),
         kept.map((e) => e.ip),
         kept.map((e) => e.durationMs),
+        kept.map((e) => e.keyId ?? null),
+        kept.map((e) => e.playerId ?? null),
+        kept.map((e) => e.jobId ?? null),
+        kept.map((e) => (e.outcomes ? JSON.stringify(e.outcomes) : null)),
+        kept.map((e) => e.message ?? null),
       ],
     );
   }
@@ -100,58 +165,99 @@ export async function writeRequestLogBatch(
 
 export interface RequestLogFilter {
   customerId?: number | undefined;
+  /** Customers of this name (case does not matter). */
+  customerName?: string | undefined;
   /** An exact status, or a class: 4 for 4xx, 5 for 5xx. */
   status?: { exact: number } | { class: 4 | 5 } | undefined;
   errorCode?: string | undefined;
   requestId?: string | undefined;
+  playerId?: string | undefined;
   since?: Date | undefined;
+  /** Rows before this instant (the end of a day asked for). */
+  before?: Date | undefined;
   /** Continue after this row (at, id), newest first. */
   after?: { at: Date; id: number } | undefined;
   limit: number;
 }
 
+/** The filter's conditions (every one optional), its parameters $1 to $10. */
+const WHERE = `($1::bigint is null or l.customer_id = $1)
+        and ($2::int is null or l.status = $2)
+        and ($3::int is null or l.status / 100 = $3)
+        and ($4::text is null or l.error_code = $4)
+        and ($5::text is null or l.request_id = $5)
+        and ($6::timestamptz is null or l.at >= $6)
+        and ($7::timestamptz is null or l.at < $7)
+        and ($8::text is null or l.player_id = $8)
+        and ($9::text is null or l.customer_id in (select id from customers where lower(name) = lower($9)))`;
+
+function whereParams(f: RequestLogFilter) {
+  return [
+    f.customerId ?? null,
+    f.status && 'exact' in f.status ? f.status.exact : null,
+    f.status && 'class' in f.status ? f.status.class : null,
+    f.errorCode ?? null,
+    f.requestId ?? null,
+    f.since ?? null,
+    f.before ?? null,
+    f.playerId ?? null,
+    f.customerName ?? null,
+  ];
+}
+
+/** Rows counted by error code at most: a count over a day of a flood stays a bounded read. */
+const MAX_COUNTED = 100_000;
+
+/**
+ * The rows matching the filter counted by error code, most first (`null` for answers without one:
+ * a redeem whose codes all failed answers 422 with its outcomes instead): the list's summary, over
+ * the same filter without its page.
+ */
+export async function countRequestLog(q: Queryable, f: RequestLogFilter) {
+  const r = await q.query<{ errorCode: string | null; n: number }>(
+    `select error_code as "errorCode", count(*)::int as n
+       from (select l.error_code from request_log l where ${WHERE} limit ${MAX_COUNTED}) l
+      group by error_code order by n desc, error_code`,
+    whereParams(f),
+  );
+  const byCode = r.rows.map((row) => ({ error_code: row.errorCode, count: Number(row.n) }));
+  const total = byCode.reduce((sum, c) => sum + c.count, 0);
+  return { total, by_error_code: byCode, complete: total < MAX_COUNTED };
+}
+
 /** One page of the log, newest first. */
 export async function listRequestLog(q: Queryable, f: RequestLogFilter) {
-  const exact = f.status && 'exact' in f.status ? f.status.exact : null;
-  const cls = f.status && 'class' in f.status ? f.status.class : null;
   const r = await q.query<{
     id: number;
     at: Date;
     customerId: number | null;
     customerName: string | null;
     keyPrefix: string | null;
+    keyLabel: string | null;
     mode: Mode | null;
     method: string;
     path: string;
     status: number;
     errorCode: string | null;
+    message: string | null;
     requestId: string;
     ip: string;
     durationMs: number;
+    playerId: string | null;
+    jobId: string | null;
+    outcomes: Record<string, number> | string | null;
   }>(
     `select l.id, l.at, l.customer_id as "customerId", c.name as "customerName", l.key_prefix as "keyPrefix",
-            l.mode, l.method, l.path, l.status, l.error_code as "errorCode", l.request_id as "requestId",
-            l.ip, l.duration_ms as "durationMs"
-       from request_log l left join customers c on c.id = l.customer_id
-      where ($1::bigint is null or l.customer_id = $1)
-        and ($2::int is null or l.status = $2)
-        and ($3::int is null or l.status / 100 = $3)
-        and ($4::text is null or l.error_code = $4)
-        and ($5::text is null or l.request_id = $5)
-        and ($6::timestamptz is null or l.at >= $6)
-        and ($7::timestamptz is null or (l.at, l.id) < ($7, $8::bigint))
-      order by l.at desc, l.id desc limit $9`,
-    [
-      f.customerId ?? null,
-      exact,
-      cls,
-      f.errorCode ?? null,
-      f.requestId ?? null,
-      f.since ?? null,
-      f.after?.at ?? null,
-      f.after?.id ?? null,
-      f.limit + 1,
-    ],
+            k.label as "keyLabel", l.mode, l.method, l.path, l.status, l.error_code as "errorCode",
+            l.message, l.request_id as "requestId", l.ip, l.duration_ms as "durationMs",
+            l.player_id as "playerId", l.job_id as "jobId", l.outcomes
+       from request_log l
+       left join customers c on c.id = l.customer_id
+       left join api_keys k on k.id = l.key_id and k.customer_id = l.customer_id
+      where ${WHERE}
+        and ($10::timestamptz is null or (l.at, l.id) < ($10, $11::bigint))
+      order by l.at desc, l.id desc limit $12`,
+    [...whereParams(f), f.after?.at ?? null, f.after?.id ?? null, f.limit + 1],
   );
   const rows = r.rows.slice(0, f.limit);
   const last = rows.at(-1);
@@ -161,14 +267,20 @@ export async function listRequestLog(q: Queryable, f: RequestLogFilter) {
       customer_id: e.customerId === null ? null : Number(e.customerId),
       customer_name: e.customerName,
       key_prefix: e.keyPrefix,
+      key_label: e.keyLabel,
       mode: e.mode,
       method: e.method,
       path: e.path,
       status: e.status,
       error_code: e.errorCode,
+      message: e.message,
       request_id: e.requestId,
       ip: e.ip,
       duration_ms: e.durationMs,
+      player_id: e.playerId,
+      job_id: e.jobId,
+      outcomes:
+        typeof e.outcomes === 'string' ? (JSON.parse(e.outcomes) as Record<string, number>) : e.outcomes,
     })),
     next_cursor:
       r.rows.length > f.limit && last ? encodeCursor([last.at.toISOString(), Number(last.id)]) : null,

@@ -245,12 +245,17 @@ async function recordAttempt(
        values ($1, $2, $8, $9, $4, $5, $10, $11)
      ), health as (
        -- The receiver's run of failures (fair-claim.ts backs a failing one off); a stop is none.
-       insert into webhook_receiver_health (customer_id, mode, consecutive_failures, last_failure_at)
-       select $12, $13, case when $14 then 0 else 1 end, case when $14 then null else $7::timestamptz end
+       -- failing_since: when the run began (the first failure after a delivery).
+       insert into webhook_receiver_health (customer_id, mode, consecutive_failures, last_failure_at, failing_since)
+       select $12, $13, case when $14 then 0 else 1 end, case when $14 then null else $7::timestamptz end,
+              case when $14 then null else $7::timestamptz end
         where $15
        on conflict (customer_id, mode) do update
          set consecutive_failures = case when $14 then 0 else webhook_receiver_health.consecutive_failures + 1 end,
-             last_failure_at = coalesce(excluded.last_failure_at, webhook_receiver_health.last_failure_at)
+             last_failure_at = coalesce(excluded.last_failure_at, webhook_receiver_health.last_failure_at),
+             failing_since = case when $14 then null
+                                  when webhook_receiver_health.consecutive_failures = 0 then excluded.failing_since
+                                  else coalesce(webhook_receiver_health.failing_since, excluded.failing_since) end
      )
      update webhook_events
         set state = $3, locked_until = null, last_status = $4, last_error = $5,

@@ -74,6 +74,8 @@ export interface ReceiverHealth {
   success_rate: number | null;
   consecutive_failures: number;
   last_failure_at: string | null;
+  /** When the current run of failures began; null while the receiver delivers. */
+  failing_since: string | null;
 }
 
 /** The customer's receiver per mode (null: none registered) with its last 24 hours. */
@@ -91,12 +93,14 @@ export async function receiversOf(
     delivered: number;
     failures: number | null;
     lastFailureAt: Date | null;
+    failingSince: Date | null;
   }>(
     // Attempts are reached through the customer's events written in the last two windows (an
     // index range; the automatic schedule is minutes long): a redelivery of an older event is
     // not counted.
     `select w.mode, w.url, w.created_at as "createdAt",
             h.consecutive_failures as failures, h.last_failure_at as "lastFailureAt",
+            h.failing_since as "failingSince",
             coalesce(a.attempted, 0)::int as attempted, coalesce(a.delivered, 0)::int as delivered
        from webhooks w
        left join webhook_receiver_health h on h.customer_id = w.customer_id and h.mode = w.mode
@@ -124,6 +128,7 @@ export async function receiversOf(
       success_rate: row.attempted ? Math.round((row.delivered / row.attempted) * 1000) / 1000 : null,
       consecutive_failures: row.failures ?? 0,
       last_failure_at: row.lastFailureAt ? isoUtc(new Date(row.lastFailureAt)) : null,
+      failing_since: row.failures && row.failingSince ? isoUtc(new Date(row.failingSince)) : null,
     };
   return out;
 }

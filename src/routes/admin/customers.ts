@@ -16,6 +16,7 @@ import { customerDetail } from '../../core/admin-views/customer-detail.ts';
 import { voidCustomerTopups } from '../../core/bot/topups.ts';
 import type { AppContext } from '../../core/context.ts';
 import { parseUsd } from '../../core/money.ts';
+import { healthOfCustomers } from '../../core/requests/merchant-health.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { idCursor, limitParam, parseQuery } from './query.ts';
 import { customerIdParam, existingCustomerParam, isoTimestamp, parseBody } from './validation.ts';
@@ -62,7 +63,14 @@ export function registerAdminCustomerRoutes(app: FastifyInstance, ctx: AppContex
   app.get('/admin/v1/customers', async (request) => {
     const q = parseQuery(customersQuery, request.query);
     const page = await listCustomers(ctx.db, { search: q.q, afterId: q.cursor, limit: q.limit });
-    return { ok: true, request_id: request.id, ...page };
+    // Each customer's health per mode: its receiver's run of failures, its refusals today.
+    const health = await healthOfCustomers(
+      ctx.db,
+      page.customers.map((c) => c.customer_id),
+      ctx.clock,
+    );
+    const customers = page.customers.map((c) => ({ ...c, health: health.get(c.customer_id) }));
+    return { ok: true, request_id: request.id, ...page, customers };
   });
 
   app.get<IdParams>('/admin/v1/customers/:id', async (request) => {

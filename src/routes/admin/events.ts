@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { customerExists } from '../../core/accounts/accounts.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { merchantHealth } from '../../core/requests/merchant-health.ts';
 import { getEvent, listEvents } from '../../core/webhooks/event-log.ts';
 import { listEventsAcrossCustomers, receiversOf } from '../../core/webhooks/event-overview.ts';
 import { requestRedeliveryAs } from '../../core/webhooks/redelivery.ts';
@@ -57,6 +58,14 @@ export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) 
     if (!(await customerExists(ctx.db, customerId))) throw new ApiError('not_found', 'unknown customer');
     const webhooks = await receiversOf(ctx.db, customerId, ctx.clock);
     return { ok: true, request_id: request.id, customer_id: customerId, window_hours: 24, webhooks };
+  });
+
+  // A merchant's health, live and test side by side (the customer page's first section).
+  app.get<{ Params: { id: string } }>('/admin/v1/customers/:id/health', async (request) => {
+    const customerId = customerIdParam(request.params.id);
+    if (!(await customerExists(ctx.db, customerId))) throw new ApiError('not_found', 'unknown customer');
+    const health = await merchantHealth(ctx.db, customerId, ctx.clock);
+    return { ok: true, request_id: request.id, customer_id: customerId, window_hours: 24, ...health };
   });
 
   app.get<{ Params: { id: string } }>('/admin/v1/events/:id', async (request) => {
