@@ -14,6 +14,7 @@ import {
   knownError,
 } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
+import { installStorableInput } from './storable-input.ts';
 
 export const BODY_LIMIT = 262_144;
 /** The admin API's body limit (contract 13.8): 4 MiB on every admin route (large stock imports). */
@@ -210,6 +211,7 @@ export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}
     }
     done();
   });
+  installStorableInput(app);
 
   // Hooks that wait for nothing use Fastify's callback form: no promise per request (quick-hook.ts).
   app.addHook('onRequest', (request, reply, done) => {
