@@ -23,6 +23,7 @@ import {
   type FuzzWorld,
   prepareWorld,
   runFuzz,
+  templateOf,
 } from '../test/helpers/fuzz.ts';
 import { startGateway } from './gateway.ts';
 import { residentMb } from './processes.ts';
@@ -130,6 +131,7 @@ async function main() {
         `${requests ? `${requests} requests` : `${durationMs / 1000} s`}, seed ${opts.seed}`,
     );
     const latest = new Map<number, FuzzTotals>();
+    const seen = new Set<string>();
     const finals: FuzzTotals[] = [];
     const clients = Array.from({ length: processes }, (_, i) => {
       const child = fork(fileURLToPath(import.meta.url), ['--client'], {
@@ -139,6 +141,13 @@ async function main() {
       child.on('message', (m: { kind: string; totals: FuzzTotals }) => {
         if (m.kind === 'progress') latest.set(i, m.totals);
         else finals[i] = m.totals;
+        // Each kind of finding once, when it is first seen.
+        for (const f of m.totals.findings) {
+          const kind = `${f.case.listener} ${f.case.method} ${templateOf(f.case.url)} ${f.status} ${f.problems.join('; ')}`;
+          if (seen.has(kind)) continue;
+          seen.add(kind);
+          console.log(`finding: ${describeFinding(f)}`);
+        }
       });
       child.send({
         world,

@@ -94,6 +94,7 @@ export const HOSTILE_STRINGS: readonly string[] = [
   '%ED%A0%80',
   '%zz',
   '<script>alert(1)</script>',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the text itself is the hostile value (log4shell's)
   '${jndi:ldap://x}',
   '__proto__',
   'constructor',
@@ -600,6 +601,7 @@ export async function runFuzz(o: RunOptions): Promise<FuzzTotals> {
   let started = 0;
   const progress = o.onProgress ? setInterval(() => o.onProgress!(totals), 1000) : undefined;
   const keep = o.keepFindings ?? 50;
+  const kinds = new Set<string>();
 
   async function one(c: FuzzCase) {
     const base = c.listener === 'public' ? o.world.publicUrl : o.world.adminUrl;
@@ -640,8 +642,12 @@ export async function runFuzz(o: RunOptions): Promise<FuzzTotals> {
     if (problems.includes('no request id')) totals.noRequestId++;
     if (problems.some((p) => p.startsWith('document:') || p.includes('error body') || p.includes('2xx JSON')))
       totals.schemaMismatches++;
-    if (totals.findings.length < keep)
+    // The first of each kind is kept, so a frequent finding cannot hide a rare one.
+    const kind = `${c.listener} ${c.method} ${templateOf(c.url)} ${status} ${problems.join('; ')}`;
+    if (totals.findings.length < keep && !kinds.has(kind)) {
+      kinds.add(kind);
       totals.findings.push({ case: c, status, problems, body: body.slice(0, 400) });
+    }
   }
 
   async function lane() {
@@ -746,6 +752,9 @@ export async function prepareWorld(o: {
     },
   };
 }
+
+/** A URL's path with its ids and values folded, so answers of one route group together. */
+export const templateOf = (url: string) => url.split('?')[0]!.replace(/\/[^/]*[\d%][^/]*/g, '/…');
 
 /** A finding as one line a person can replay with curl. */
 export function describeFinding(f: Finding): string {
