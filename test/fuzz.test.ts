@@ -41,7 +41,7 @@ afterAll(async () => {
 
 describe('the fuzzer, seeded', () => {
   test('3,000 generated requests: no 5xx, every answer with a request id, the error body and the document', async () => {
-    const totals = await runFuzz({ world, seed: 20261128, requests: 3000, concurrency: 32 });
+    const totals = await runFuzz({ world, seed: 20261128, requests: 3000, concurrency: 16 });
     console.log('[fuzz] answers', totals.byAnswer);
     expect(totals.findings.map(describeFinding)).toEqual([]);
     expect(totals.requests).toBe(3000);
