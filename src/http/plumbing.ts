@@ -14,6 +14,8 @@ import {
   knownError,
 } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
+import { installEarlyAnswers, isClientAbort, NODE_HOST_CHECK_OFF } from './early-answers.ts';
+import { installStorableInput } from './storable-input.ts';
 
 export const BODY_LIMIT = 262_144;
 /** The admin API's body limit (contract 13.8): 4 MiB on every admin route (large stock imports). */
@@ -53,6 +55,7 @@ export function serverTimeouts(requestTimeoutMs: number) {
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     connectionTimeout: 0,
     http: {
+      ...NODE_HOST_CHECK_OFF,
       requestTimeout: requestTimeoutMs,
       headersTimeout,
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
@@ -87,6 +90,11 @@ export function sendError(
 
 /** Maps anything thrown to the contract's error body; unknown errors become a bare 500. */
 function handleError(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (isClientAbort(error, request)) {
+    // Nobody reads this answer; the line says what happened, not "database unavailable".
+    request.log.info({ code: (error as FastifyError).code }, 'request aborted by the client');
+    return sendError(reply, 'bad_request', 'the request was aborted');
+  }
   const known = knownError(error);
   if (known) {
     if (!(error instanceof ApiError)) request.log.warn({ err: error }, 'database unavailable');
@@ -210,6 +218,7 @@ export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}
     }
     done();
   });
+  installStorableInput(app);
 
   // Hooks that wait for nothing use Fastify's callback form: no promise per request (quick-hook.ts).
   app.addHook('onRequest', (request, reply, done) => {
@@ -217,6 +226,7 @@ export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}
     reply.header('Cache-Control', NO_STORE['Cache-Control']);
     done();
   });
+  installEarlyAnswers(app, bodyLimit);
 
   const before = opts.beforeErrorAnswer;
   app.setErrorHandler(

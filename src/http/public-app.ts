@@ -50,17 +50,17 @@ export async function buildPublicApp(ctx: ServerContext, routes: PublicRoutes): 
   paramRouting.learnRoutes(app);
   // Logs show a path's segments in full only when a route names them (src/logged-path.ts).
   app.addHook('onRoute', (route) => rememberRouteWords(route.url));
-  installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
-  installHttpMetrics(app, ctx.metrics, 'public');
-  // Refused and failed answers, written in batches off the request path (issue 36).
-  installRequestLog(app, ctx);
-
+  // First, so that every answer has them, also the plumbing's own (a request without Host).
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('SVC-Version', API_VERSION);
     reply.header('SVC-Cost', '0');
     reply.header('SVC-Idempotent-Replay', 'false');
     done();
   });
+  installPlumbing(app, { beforeErrorAnswer: (request, reply) => keyChecks!.settle(request, reply) });
+  installHttpMetrics(app, ctx.metrics, 'public');
+  // Refused and failed answers, written in batches off the request path (issue 36).
+  installRequestLog(app, ctx);
 
   // Authentication runs before the body is read, so a huge body from a bad key is a 401; then
   // the burst limit.

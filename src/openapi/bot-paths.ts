@@ -2,7 +2,7 @@
 // public listener, authenticated by Telegram's secret header instead of an API key.
 import { errorResponses, headersFor, json, type Op } from './operations.ts';
 
-const botUpdatesOp: Op = { auth: false, errors: ['unauthorized', 'not_found'] };
+const botUpdatesOp: Op = { auth: false, errors: ['unauthorized', 'not_found', 'payload_too_large'] };
 
 export function botPaths() {
   return {

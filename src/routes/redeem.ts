@@ -8,6 +8,7 @@ import { answerRedeem, type RedeemAnswer, type RedeemInput } from '../core/redee
 import { checkIdempotencyKey, parseRedeemRequest, requestFingerprint } from '../core/redeem/request.ts';
 import { setAccountHeaders, setRateLimitHeaders } from '../http/headers.ts';
 import { type KeyChecks, keyPassedInStatement, requestKeyFacts } from '../http/key-checks.ts';
+import { assertStorableInput } from '../http/storable-input.ts';
 
 export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyChecks: KeyChecks) {
   app.post(
@@ -26,9 +27,12 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
       try {
         const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
         if (request.invalidJson) throw new ApiError('bad_request', 'body is not valid JSON');
+        const parsed = parseRedeemRequest(request.body);
+        // The input rule of every route, after the contract's own order of the redeem checks.
+        assertStorableInput(request);
         input = {
           idempotencyKey,
-          request: parseRedeemRequest(request.body),
+          request: parsed,
           fingerprint: requestFingerprint('POST', '/v1/redeem', request.body),
           requestId: request.id,
         };

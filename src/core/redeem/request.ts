@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import { isCategory } from '../stock/catalog.ts';
 import { ucPossible } from '../stock/chooser.ts';
+import { isStorableText, unstorableMessage } from '../text.ts';
 
 export const MAX_CODES = 50;
 export const CODE_FORMAT = /^[A-Za-z0-9-]{4,64}$/;
@@ -46,13 +47,6 @@ const isPositiveInteger = (v: unknown): v is number =>
  */
 const isPositiveUc = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
 
-/**
- * Text PostgreSQL can store and JSON can echo unchanged: no U+0000 (a text column refuses it,
- * which would be a 500) and no lone surrogate (it would be stored, and echoed, as U+FFFD).
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const isStorableText = (text: string) => !text.includes('\u0000') && !LONE_SURROGATE.test(text);
-
 /** Steps 3 to 9. `body` is the parsed JSON (undefined when the body was empty or not JSON). */
 export function parseRedeemRequest(body: unknown): RedeemRequest {
   // Step 3: shape, unknown fields, and the simple optional fields.
@@ -71,7 +65,7 @@ export function parseRedeemRequest(body: unknown): RedeemRequest {
     throw new ApiError('bad_request', 'reference must be a string of at most 128 characters');
   }
   if (present('reference') && !isStorableText(body.reference as string)) {
-    throw new ApiError('bad_request', 'reference must not contain U+0000 or unpaired surrogates');
+    throw new ApiError('bad_request', unstorableMessage('reference'));
   }
   if (present('uc') && !isPositiveUc(body.uc))
     throw new ApiError('bad_request', 'uc must be a positive integer');

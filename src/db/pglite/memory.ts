@@ -36,6 +36,20 @@ export const MALLOC_TUNABLES = 'glibc.malloc.trim_threshold=1048576';
  * context, and unset it again (the way Jest does for --logHeapUsage).
  */
 export async function releaseSeedMemory(): Promise<void> {
+  await collectNow();
+}
+
+/**
+ * After a backup: its copies of the data directory (the files, the tarball, the gzip'd one:
+ * some three times the database) are garbage once the answer has left this thread, but this
+ * thread allocates little between statements, so V8 would keep them until some later collection
+ * (a backup took the serving process from 309 to 1,024 MB and it stayed there).
+ */
+export async function releaseBackupMemory(): Promise<void> {
+  await collectNow();
+}
+
+async function collectNow(): Promise<void> {
   let gc: (() => void) | undefined;
   try {
     setFlagsFromString('--expose-gc');
@@ -45,8 +59,8 @@ export async function releaseSeedMemory(): Promise<void> {
   } finally {
     setFlagsFromString('--no-expose-gc');
   }
-  // The seeding instances are unreachable once their close() has settled: after this turn. The
-  // first collection finds the WASM instances dead; their heaps are freed by the one after it.
+  // What was dropped is unreachable after this turn. The first collection finds the dead
+  // objects (WASM instances, array buffers); the memory behind them is freed by the one after it.
   await new Promise((done) => setImmediate(done));
   gc();
   await new Promise((done) => setImmediate(done));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { gzip } from 'node:zlib';
-import { releaseSeedMemory } from './memory.ts';
+import { releaseBackupMemory, releaseSeedMemory } from './memory.ts';
 import { createPglite, pgliteRunner } from './statements.ts';
 import type { PgliteReply, PgliteRequest, PgliteWorkerData } from './thread.ts';
 
@@ -102,6 +102,7 @@ async function main(): Promise<void> {
           // A value that cannot cross threads fails its statement, not the thread.
           port.postMessage({ id: req.id, ok: false, error: plainError(err) } satisfies PgliteReply);
         }
+        if (req.op === 'dump') void releaseBackupMemory();
       },
       (err: unknown) =>
         port.postMessage({ id: req.id, ok: false, error: plainError(err) } satisfies PgliteReply),
