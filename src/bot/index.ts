@@ -64,11 +64,11 @@ export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
   bot.api.config.use(counted(app));
   bot.use(sequentialize((c: BotContext) => chatKey(c.update) ?? `u${c.update.update_id}`));
   // Whatever comes of it, a message that may hold codes leaves the chat once it was read.
-  bot.use(async (_c, next) => {
+  bot.use(async (c, next) => {
     try {
       await next();
     } finally {
-      await deleteIfHoldsCodes(bot.api, _c.update, codesNotDeleted(app));
+      await deleteIfHoldsCodes(bot.api, c.update, codesNotDeleted(app));
     }
   });
   bot.use(gate(app));
@@ -136,7 +136,9 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
       app.logger.warn({ err: errorInfo(err) }, 'bot: an update could not be admitted');
       throw err;
     }
-    if (admission === 'limited') await deleteIfHoldsCodes(bot.api, update, codesNotDeleted(app));
+    // Not awaited: the deletion waits behind the chat's paced replies, and the next update's
+    // arrival must not.
+    if (admission === 'limited') void deleteIfHoldsCodes(bot.api, update, codesNotDeleted(app));
     if (admission !== 'admitted') return { admission, done: Promise.resolve() };
     const done = handleUpdate(update);
     handling.add(done);
