@@ -87,7 +87,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       webhooks: { wake: () => workers?.wakeWebhooks() },
       metrics,
     };
-    const demo = db.kind === 'pglite' ? await seedDemo(db, clock, codeKey) : null;
     workers = await startWorkers(ctx, config);
     // The chat bot (contract 14), when BOT_TOKEN is set: its updates act through the same core.
     bot = await startBot(ctx);
@@ -105,6 +104,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     ];
     const publicUrl = await publicApp.listen({ host: config.HOST, port: config.PORT });
     const adminUrl = await adminApp.listen({ host: config.ADMIN_HOST, port: config.ADMIN_PORT });
+    // Seeded once both listeners are bound: a first start that fails (a port taken) leaves no
+    // demo customer behind whose key was never printed; the next start makes it and prints it.
+    const demo = db.kind === 'pglite' ? await seedDemo(db, clock, codeKey) : null;
     if (opts.announce)
       announce({
         publicUrl,

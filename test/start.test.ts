@@ -45,8 +45,8 @@ interface Served {
   waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
 }
 
-async function serve(): Promise<Served> {
-  const [port, adminPort] = [await freePort(), await freePort()];
+async function serve(opts: { port?: number } = {}): Promise<Served> {
+  const [port, adminPort] = [opts.port ?? (await freePort()), await freePort()];
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: dataDir,
     env: {
@@ -118,6 +118,23 @@ async function stop(s: Served) {
 
 describe.skipIf(onPostgres)('npm start on the embedded database', () => {
   let demoKey: string;
+
+  test('a first start that fails (its port taken) leaves no demo behind: the next start makes one and prints its key', {
+    timeout: 120_000,
+  }, async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    try {
+      const s = await serve({ port: (taken.address() as { port: number }).port });
+      const code =
+        s.child.exitCode ?? (await new Promise<number | null>((r) => s.child.once('exit', (c) => r(c))));
+      expect(code).not.toBe(0);
+      expect(s.output()).not.toMatch(/rk_test_/);
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+    // The next test starts on the same data directory and must print a new demo key.
+  });
 
   test('first start prints a demo test key and a curl line that answers 200', {
     timeout: 120_000,
