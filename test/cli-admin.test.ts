@@ -480,7 +480,7 @@ describe('what the CLI sends (recording server)', () => {
         method: 'POST',
         url: '/admin/v1/customers/42/stock',
         authorization: 'Bearer recorder-token-0123456789',
-        body: { mode: 'live', category: '60', codes: ['GIFT-AAAA-60', '  GIFT-BBBB-60  ', 'GIFT-CCCC-60'] },
+        body: { mode: 'live', category: '60', codes: ['GIFT-AAAA-60', 'GIFT-BBBB-60', 'GIFT-CCCC-60'] },
       },
     ]);
   });
