@@ -62,6 +62,7 @@ describe('operator views in the CLI', () => {
         'test.registered_at: 2026-11-22T09:00:00Z',
         'test.last_24h: 0/4 delivered (0%)',
         'test.failures_in_a_row: 4',
+        'test.failing_since: 2026-11-22T09:00:00Z',
         '',
       ].join('\n'),
     );
