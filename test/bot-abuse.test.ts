@@ -129,7 +129,7 @@ describe('webhook', () => {
     await t?.close();
   });
 
-  test("a burst of 40 delivered one at a time is limited at arrival and another person's reply is not held up", async () => {
+  test("a burst of 40 by webhook (one at a time per chat, as Telegram delivers) is limited at arrival and another person's reply is not held up", async () => {
     await burstBesideAnother(t);
   }, 90_000);
 });
