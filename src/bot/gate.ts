@@ -20,7 +20,7 @@ import type { ServerContext } from '../http/context.ts';
 import { actOnce, type BotContext } from './context.ts';
 import { NOT_LINKED, SLOW_DOWN } from './replies.ts';
 
-export const PERSON_RULE: WindowRule = { bucket: 'bot:', what: 'bot updates', limit: 20, windowMs: 10_000 };
+const PERSON_RULE: WindowRule = { bucket: 'bot:', what: 'bot updates', limit: 20, windowMs: 10_000 };
 /** The slow-down line: once per person per window. */
 const WARN_RULE: WindowRule = { bucket: 'botwarn:', what: 'slow-down lines', limit: 1, windowMs: 10_000 };
 

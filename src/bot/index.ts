@@ -128,14 +128,9 @@ export async function startBot(app: ServerContext): Promise<RunningBot | undefin
    * settles when its chat's turn has handled it.
    */
   const receive = async (update: Update, receivedAt: Date) => {
-    let admission: Awaited<ReturnType<typeof admitUpdate>>;
-    try {
-      admission = await admitUpdate(app, bot.api, update, receivedAt);
-    } catch (err) {
-      // The database is away: nothing was recorded, so the update is not confirmed either.
-      app.logger.warn({ err: errorInfo(err) }, 'bot: an update could not be admitted');
-      throw err;
-    }
+    // A failure here (the database away) records nothing: the caller logs it, and the update is
+    // neither confirmed (polling) nor answered 200 (webhook), so it comes again.
+    const admission = await admitUpdate(app, bot.api, update, receivedAt);
     // Not awaited: the deletion waits behind the chat's paced replies, and the next update's
     // arrival must not.
     if (admission === 'limited') void deleteIfHoldsCodes(bot.api, update, codesNotDeleted(app));
