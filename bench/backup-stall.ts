@@ -1,4 +1,4 @@
-// How much an online backup of the embedded database stalls serving (issue 35): a gateway on
+// How much an online backup of the embedded database stalls serving: a gateway on
 // PGlite, one merchant; `GET /v1/me` one at a time, its latencies while idle and while
 // `GET /admin/v1/backup` runs (several backups in a row). Prints the p50, p99 and worst of each,
 // and the ratios; nothing is asserted. `npx tsx bench/backup-stall.ts [backups]`.

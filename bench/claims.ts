@@ -1,4 +1,4 @@
-// Job claims at scale (contract 12.5): the fair claim (claimJob in src/core/jobs/states.ts: live
+// Job claims at scale (docs/reference/jobs.md#fair-sharing): the fair claim (claimJob in src/core/jobs/states.ts: live
 // before test, fewest running, least recently served customer, oldest job) against the plain
 // oldest-first claim (the baseline, one index probe), timed in the same run on the same queue.
 // One customer floods (90 % of the queue, and 100,000 finished jobs of history); the rest of the

@@ -1,4 +1,4 @@
-// Event-log benchmark (npm run bench:events, issue 35 item 6, contract 13.6 and 13.8): one
+// Event-log benchmark (npm run bench:events, docs/reference/webhooks-and-events.md#the-event-log, docs/reference/limits.md#read-budget): one
 // merchant with 50,000 webhook events (2 % failed, the rest delivered). Measured, one request at a
 // time: GET /v1/events (a page of 20, unfiltered) against GET /v1/events?state=failed (the same
 // page size, filtered); then another merchant's GET /v1/stock latency, quiet and while the first

@@ -1,4 +1,4 @@
-// Flood benchmark (npm run bench:floods, contract 13.8): a quiet merchant's GET /v1/me latency
+// Flood benchmark (npm run bench:floods, docs/reference/limits.md#unknown-key-floods): a quiet merchant's GET /v1/me latency
 // alone, then while another merchant's key floods the read endpoints, then while one client
 // address floods made-up keys. Each flood runs twice: with the tenant limits at their defaults,
 // and with them out of reach (READ_RATE_LIMIT and UNKNOWN_KEY_RATE_LIMIT at 9,999,999), so the

@@ -1,8 +1,8 @@
-// The ceiling of the GET /v1/me goal (issue 10): the least a /v1/me can do, run as its own process
-// like the gateway. The same work the contract asks of the answer: the key's SHA-256 digest looked
+// The ceiling of the GET /v1/me goal: the least a /v1/me can do, run as its own process
+// like the gateway. The same work the rules ask of the answer: the key's SHA-256 digest looked
 // up in an in-process map (one query on a miss, like the gateway's key cache), the gateway's own
 // statement (`loadKeyAccountState`, prepared), the read counted in the key's read budget of
-// contract 13.8 in memory (as every /v1/me must, core/limits/read-budget.ts), the same headers and the same body built by the
+// docs/reference/limits.md#read-budget in memory (as every /v1/me must, core/limits/read-budget.ts), the same headers and the same body built by the
 // gateway's own functions. What it leaves out is everything around that work: the gateway's
 // hooks, request logger, metrics, graceful-stop accounting, error handling, revocation, expiry and
 // scope checks. Its rate against "Fastify + one prepared pg query" is the highest ratio any
@@ -63,7 +63,7 @@ async function keyFacts(token: string): Promise<Facts | undefined> {
   return found;
 }
 
-// The read budget of contract 13.8 at its default (300 per key per sliding 10 s), counted in
+// The read budget of docs/reference/limits.md#read-budget at its default (300 per key per sliding 10 s), counted in
 // memory as the gateway counts it (core/limits/read-budget.ts), exact: this one process.
 const READ_RULE = { bucket: 'read', what: 'reads for this key', limit: 300, windowMs: 10_000 };
 const budget = createReadBudget(db, READ_RULE, { shared: false });

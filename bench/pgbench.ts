@@ -180,7 +180,7 @@ export const SQL_REDEEM_FIXTURES = [
      return redeem_record_outcome(
        'job' || n, 0, 'sending', 'activated', null, 'consumed', true, '60', 60, clock_timestamp(),
        clock_timestamp() + interval '30 s', null, true, null, 'bench', c, 'test', current_date, 'req' || n,
-       -- The test-mode sandbox's memory of the code, written with the outcome (issue 22).
+       -- The test-mode sandbox's memory of the code, written with the outcome.
        'test', md5('code' || n), '5123456789', 'code_used', 'CODE_USED', 'deleted', true, 'deleted');
    end $$`,
 ];

@@ -1,5 +1,5 @@
 // The redeem's SQL alone on PGlite, against one query by primary key on the same PGlite: the
-// ceiling of issue 22's PGlite goal (sync redeem through the gateway ÷ this), however fast the
+// ceiling of the PGlite goal (sync redeem through the gateway ÷ this), however fast the
 // gateway's Node side gets. In-process and sequential (PGlite has one connection), the same two
 // statements as bench/pgbench.ts's sqlRedeemTps. `npm run bench` runs it too (pgliteSqlRedeem).
 //   npx tsx bench/pglite-sql-redeem.ts [--count=N]

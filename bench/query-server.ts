@@ -1,4 +1,4 @@
-// The database baselines of issue 10: Fastify answering each request with one database query,
+// The database baselines: Fastify answering each request with one database query,
 // run as its own process like the gateway. QUERY_DATABASE_URL set: one named (prepared) `pg`
 // query on a pool of QUERY_POOL_MAX connections (the gateway's default pool, 10); unset: one
 // named query on an embedded in-memory PGlite, through the gateway's own database seam (its

@@ -1,4 +1,4 @@
-// The ceiling of the redeem goal's gateway side (issue 22): the least an HTTP front can do for a
+// The ceiling of the redeem goal's gateway side: the least an HTTP front can do for a
 // sync one-code redeem, run as its own process like the gateway. Each POST runs the very two
 // statements pgbench runs for the SQL alone (bench_start, then bench_finish: the gateway's
 // redeem_start and redeem_record_outcome, each its own commit), prepared, on a pool of

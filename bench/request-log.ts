@@ -1,4 +1,4 @@
-// Request log benchmark (npm run bench:request-log, issue 36): what writing the request log costs
+// Request log benchmark (npm run bench:request-log): what writing the request log costs
 // another tenant while a flood of refusals is being logged. A quiet merchant reads GET /v1/me as
 // fast as `--victims` connections go (its read budget out of reach: READ_RATE_LIMIT 9,999,999),
 // alone and then under a flood of refusals: made-up well-formed keys (401, then 429 from the

@@ -1,7 +1,7 @@
 // Load benchmark (npm run bench): a plain Fastify hello-world as the baseline, then the gateway's
 // GET /v1/health, GET /v1/me and a synchronous one-code POST /v1/redeem (sandbox activator, test
 // keys), on the embedded PGlite database and, given a URL, on PostgreSQL, with the floors and
-// ceilings of issue 22's goals (pgbench, the SQL alone, the least a /v1/me and a redeem can do,
+// ceilings of the goals (pgbench, the SQL alone, the least a /v1/me and a redeem can do,
 // PGlite). Every server runs as a child process; autocannon runs here. Ratios are against the
 // baseline of this same run, because the machines are noisy: compare ratios between runs, not raw
 // numbers. See bench/README.md.
@@ -29,6 +29,7 @@ import {
   waitForHttp,
   waitForLine,
 } from './processes.ts';
+import { meRequests, notOkReason, redeemRequests, seamCounts } from './requests.ts';
 
 const HELP = `npm run bench -- [options]
 
@@ -155,16 +156,6 @@ function parseOptions(argv: string[]): Options | null {
   };
 }
 
-/** The gateway's database seam counts, from its admin /metrics. */
-async function seamCounts(admin: { url: string; token: string }) {
-  const text = await (
-    await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })
-  ).text();
-  const read = (name: string) =>
-    Number(new RegExp(`^redeem_gateway_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-  return { statements: read('db_statements_total'), roundTrips: read('db_round_trips_total') };
-}
-
 /** Runs one scenario: warm-up (discarded), then the measured run, with the server's CPU use. */
 async function measure(
   o: Options,
@@ -179,17 +170,7 @@ async function measure(
   const reasons = new Map<string, number>();
   const onResponse = (status: number, body: string) => {
     if (status < 300) return;
-    let why = '';
-    try {
-      const parsed = JSON.parse(body) as {
-        error_code?: string;
-        codes?: { error_code?: string; status?: string }[];
-      };
-      why = parsed.error_code ?? parsed.codes?.map((c) => `${c.status}/${c.error_code}`).join(',') ?? '';
-    } catch {
-      why = 'unparsed body';
-    }
-    const reason = `${status} ${why}`;
+    const reason = notOkReason(status, body);
     reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
   };
   const requests = target.requests?.map((r) => ({ ...r, onResponse }));
@@ -284,7 +265,7 @@ const ONE_QUERY_IN_TURN = 'postgres (prepared, in turn)';
  * Fastify + one prepared query (bench/query-server.ts) on the gateway's database, started once
  * and measured after each /me pair, so `me` / one-query is a median of pairs measured moments
  * apart like `me` / its ceiling: one run at the start measured this machine's drift as much as
- * the gateway (issue 35: one-query moved by ±25 % between runs).
+ * the gateway (one-query moved by ±25 % between runs).
  */
 async function startOneQueryInTurn(o: Options, databaseUrl: string) {
   const env = { ...process.env, QUERY_DATABASE_URL: databaseUrl };
@@ -309,46 +290,6 @@ function runOneQuery(o: Options, databaseUrl?: string): Promise<Row> {
   return withBenchServer('query-server.ts', env, (child, url) =>
     measure(o, 'one-query', database, child, { url: `${url}/` }, databaseUrl),
   );
-}
-
-/** GET /v1/me, each request with the next key. */
-function meRequests(nextKey: () => string): autocannon.Request[] {
-  return [
-    {
-      method: 'GET',
-      path: '/v1/me',
-      setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
-    },
-  ];
-}
-
-/**
- * A sync one-code POST /v1/redeem, each request with the next key, its own Idempotency-Key and
- * its own code. Unique per run and per request: the sandbox answers code_used for a code
- * activated before, and an Idempotency-Key seen before would replay. Digits only after "BENCH",
- * so no code can spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW).
- */
-function redeemRequests(nextKey: () => string): autocannon.Request[] {
-  const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
-  let sequence = 0;
-  return [
-    {
-      method: 'POST',
-      path: '/v1/redeem',
-      setupRequest: (req) => {
-        const n = sequence++;
-        return {
-          ...req,
-          headers: {
-            authorization: `Bearer ${nextKey()}`,
-            'idempotency-key': `bench-${runTag}-${n}`,
-            'content-type': 'application/json',
-          },
-          body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
-        };
-      },
-    },
-  ];
 }
 
 /**
@@ -627,7 +568,7 @@ function pairedRatio(label: string, pairs: Pair[], goal: number): string {
   return `${label}: ${ratio(median)} (goal >= ${goal}; ${detail})`;
 }
 
-/** The ratios of issue 22's goals, each against its ceiling measured in this same run. */
+/** The ratios of the goals, each against its ceiling measured in this same run. */
 function goalLines(rows: Row[], ceilings: Ceilings): string[] {
   const all = (scenario: string, database: string) =>
     rows.filter((r) => r.scenario === scenario && r.database === database);
@@ -648,7 +589,7 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
   const oneQueryInTurn = all('one-query', ONE_QUERY_IN_TURN).map((r) => r.reqPerSec);
   const mb = (n: number | undefined) => (n === undefined ? '?' : `${n.toFixed(0)} MB`);
   return [
-    'Goals (issue 22), each against a ceiling measured in this run:',
+    'Goals, each against a ceiling measured in this run:',
     pairedRatio('  sync redeem on PostgreSQL / its SQL alone under pgbench (tps)', redeemPairs, 0.8),
     ...redeemCpuLines(redeems[redeemMedian], pgbench[redeemMedian]),
     ...floorLines(pgbench),
@@ -675,9 +616,9 @@ function goalLines(rows: Row[], ceilings: Ceilings): string[] {
     `  embedded serving process RSS (goal < 400 MB): ${mb(embedded.afterStartMb)} after start ` +
       `(healthy in ${embedded.startSeconds?.toFixed(1) ?? '?'} s, new data dir), ` +
       `${mb(embedded.afterRedeemMb)} after the redeem load`,
-    'Floors (issue 10), for comparison across runs:',
+    'Floors, for comparison across runs:',
     pairedRatio(
-      '  GET /v1/me on PostgreSQL / Fastify + one prepared pg query (issue 35: >= 0.45)',
+      '  GET /v1/me on PostgreSQL / Fastify + one prepared pg query (goal: >= 0.45)',
       oneQueryInTurn.length > 0
         ? me.slice(0, oneQueryInTurn.length).map((value, i) => ({ value, ceiling: oneQueryInTurn[i]! }))
         : single(find('me', 'postgres'), find('one-query', 'postgres (prepared)')),

@@ -2,7 +2,7 @@
 // as an operator would, timed from spawn until GET /v1/health answers 200, then the resident
 // memory (VmRSS, /proc) of every process of its tree, and of the tree's leaf (the serving
 // process). Each run uses a new embedded data directory (the first start also seeds it) and a
-// second start on the same directory. The first start then takes a redeem load (issue 22):
+// second start on the same directory. The first start then takes a redeem load:
 // customers and test keys made through the admin API (its token read from DATA_DIR, as an
 // operator would), then a synchronous one-code POST /v1/redeem (sandbox activator) from
 // autocannon for `--load=S` seconds (10; 0: none), and its RSS after the load and its peak

@@ -62,9 +62,9 @@ async function fill(db: Database) {
       [NOW, SPAN_MS / jobs, first, customers, from, to],
     );
     await db.query(
-      `insert into job_codes (job_id, position, code_hash, code_encrypted, last4, state, status, error_code,
+      `insert into job_codes (customer_id, job_id, position, code_hash, code_encrypted, last4, state, status, error_code,
                               disposition, billed, started_at, finished_at)
-       select 'job_bench' || g, p, md5(g || '-' || p), 'x', 'ABCD', 'done', s.status, s.error_code,
+       select $5::bigint + g % $6::int, 'job_bench' || g, p, md5(g || '-' || p), 'x', 'ABCD', 'done', s.status, s.error_code,
               s.disposition, s.billed,
               $1::timestamptz - g * $2::float8 * interval '1 millisecond',
               $1::timestamptz - g * $2::float8 * interval '1 millisecond' + interval '1 second'
@@ -79,7 +79,7 @@ async function fill(db: Database) {
              case when o.status in ('bad_player', 'failed') then 'kept' when o.status = 'activated' then 'consumed'
                   else 'deleted' end as disposition,
              o.status in ('activated', 'code_used', 'invalid_code') as billed) s`,
-      [NOW, SPAN_MS / jobs, from, to],
+      [NOW, SPAN_MS / jobs, from, to, first, customers],
     );
   }
   await db.exec('analyze');

@@ -2,7 +2,7 @@
 // imports rewritten to `.js`), and the files the code reads at run time (migrations, console
 // assets) copied beside it. `npm run build` builds always; the `redeem-gateway` command calls
 // ensureBuilt(), which builds only when dist/ is missing or older than the sources, so the
-// serving process runs plain JavaScript with no TypeScript loader in it (contract 13.10).
+// serving process runs plain JavaScript with no TypeScript loader in it (docs/reference/running.md#starting).
 //
 // Plain JavaScript on purpose: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';

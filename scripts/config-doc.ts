@@ -3,7 +3,7 @@
 // The names are the variables the schema reads, the defaults are what it makes of an empty
 // environment, and each rule is the schema's own refusal of a bad value; only the meaning of each
 // variable is written here. A variable the schema reads that has no meaning here (or a meaning
-// for a variable it no longer reads) stops the script, and test/config-doc.test.ts fails when the
+// for a variable it no longer reads) stops the script, and test/docs/config-doc.test.ts fails when the
 // committed page differs from what this prints.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +44,10 @@ const SECTIONS: [string, Record<string, Setting>][] = [
         meaning:
           "Comma-separated extra `Host` names the admin listener answers (a TLS proxy's name). Any other `Host` than its own addresses gets `421 misdirected_request`.",
         unset: 'none',
+      },
+      ADMIN_LOCKOUT_AFTER: {
+        meaning:
+          'Failed admin authentications (token or console sign-in) from one address within 60 s after which that address gets `429 rate_limited` for 60 s, a right token included. Keep the default; `npm run bench:fuzz` raises it so its wrong tokens reach the door instead of the lockout.',
       },
       TRUST_PROXY: {
         meaning:

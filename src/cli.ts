@@ -1,6 +1,5 @@
 // The `redeem-gateway` command: serve, migrate, admin …, upstream-sim, bot-sim
 
-import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
 
 // The database and server modules load only for the commands that need them, so `admin …`
@@ -11,6 +10,8 @@ const HELP = `redeem-gateway <command> [options]
 Commands:
   serve                 run the public API, the admin API and the workers (npm start)
   migrate               apply pending database migrations and exit
+  db distribute         on a Citus coordinator, distribute a database migrated before Citus,
+                        online (redeem-gateway db help)
   admin <what> …        operator commands, a client of the admin API (redeem-gateway admin help)
   backup --out FILE     copy the embedded database (through the admin API while the server runs)
   restore --from FILE --data-dir DIR
@@ -25,6 +26,7 @@ Environment (defaults in brackets):
   ADMIN_HOST, ADMIN_PORT        admin API listener [127.0.0.1, 8081]
   ADMIN_TOKEN                   the operator root's token, 32+ characters [generated into DATA_DIR/admin-token]
   ADMIN_HOSTNAMES               extra Host names the admin listener answers, comma-separated [unset]
+  ADMIN_LOCKOUT_AFTER           failed admin authentications per address in 60 s before a lockout [10]
   DATABASE_URL                  postgres://… for PostgreSQL [unset: embedded PGlite in DATA_DIR]
   DATABASE_POOL_MODE            session | transaction (DATABASE_URL is PgBouncer in transaction mode) [session]
   DATABASE_DIRECT_URL           PostgreSQL itself, for migrations and LISTEN behind a pooler [DATABASE_URL]
@@ -80,7 +82,7 @@ async function main(argv: string[]): Promise<void> {
       const config = loadConfig();
       const { startServer } = await import('./server.ts');
       const running = await startServer(config, { announce: true });
-      // Graceful stop (contract 12.4): drain, let jobs finish within SHUTDOWN_GRACE_MS, exit 0.
+      // Graceful stop (docs/reference/running.md#graceful-stop): drain, let jobs finish within SHUTDOWN_GRACE_MS, exit 0.
       // A second signal while draining stops at once (what was running is left to recovery).
       let stoppingSince = 0;
       const stop = (signal: string) => {
@@ -109,25 +111,18 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'migrate': {
-      const config = loadConfig();
-      const { openDatabase, withoutDeadlines } = await import('./db/database.ts');
-      const { migrate } = await import('./db/migrate.ts');
-      const { lockDataDir } = await import('./db/data-dir-lock.ts');
-      const lock = config.DATABASE_URL ? undefined : lockDataDir(resolve(config.DATA_DIR));
-      const db = await openDatabase({
-        // Behind a transaction pooler, migrations go to PostgreSQL itself.
-        databaseUrl: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL,
-        dataDir: join(resolve(config.DATA_DIR), 'pglite'),
-      });
-      try {
-        const applied = await migrate(withoutDeadlines(db));
-        process.stdout.write(
-          applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n',
-        );
-      } finally {
-        await db.close();
-        lock?.release();
-      }
+      const { runMigrate } = await import('./cli/db.ts');
+      await runMigrate(loadConfig(), (line) => process.stdout.write(`${line}\n`));
+      return;
+    }
+    case 'db': {
+      const { runDb } = await import('./cli/db.ts');
+      await runDb(
+        rest,
+        process.env,
+        (m) => new CliError(m),
+        (line) => process.stdout.write(`${line}\n`),
+      );
       return;
     }
     case 'encryption': {

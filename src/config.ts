@@ -1,4 +1,4 @@
-// Environment → one frozen, typed config object. Every setting of contract section 11 is
+// Environment → one frozen, typed config object. Every setting of docs/reference/running.md#configuration is
 // validated here, once; a bad value stops the process with one line naming the variable.
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -97,22 +97,24 @@ const schema = z
     PORT: port('PORT', 8080),
     ADMIN_HOST: optionalString.transform((v) => v ?? '127.0.0.1'),
     ADMIN_PORT: port('ADMIN_PORT', 8081),
-    // The operator `root` (contract 13.1): long enough that guessing is hopeless even unthrottled.
+    // The operator `root` (docs/reference/operators-and-audit.md#operators-and-roles): long enough that guessing is hopeless even unthrottled.
     ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 32, {
       message:
         'ADMIN_TOKEN must be at least 32 characters (make one with: openssl rand -base64 32), or leave it unset to have one generated into DATA_DIR',
     }),
-    // Host names the admin listener answers for besides its own addresses (contract 13.5).
+    // Host names the admin listener answers for besides its own addresses (docs/reference/operators-and-audit.md#the-admin-door).
     ADMIN_HOSTNAMES: optionalString.transform((v) =>
       (v ?? '')
         .split(',')
         .map((s) => s.trim().toLowerCase())
         .filter(Boolean),
     ),
+    // Failed admin authentications per address in 60 s before a lockout (operators-and-audit.md#the-admin-door).
+    ADMIN_LOCKOUT_AFTER: optionalString.transform((v, c) => positiveInt(v, 10, 'ADMIN_LOCKOUT_AFTER', c)),
     DATABASE_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
       message: 'DATABASE_URL must start with postgres:// or postgresql://',
     }),
-    // Contract 13.10: PgBouncer in transaction mode in front, PostgreSQL itself for migrations/LISTEN.
+    // docs/reference/running.md#postgresql-poolers-and-failover: PgBouncer in transaction mode in front, PostgreSQL itself for migrations/LISTEN.
     DATABASE_DIRECT_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
       message: 'DATABASE_DIRECT_URL must start with postgres:// or postgresql://',
     }),
@@ -122,7 +124,7 @@ const schema = z
         z.enum(['session', 'transaction'], { message: 'DATABASE_POOL_MODE must be session or transaction' }),
       ),
     DATA_DIR: optionalString.transform((v) => v ?? './data'),
-    // A keyring (contract 13.9): one or more keys, comma-separated; the first encrypts.
+    // A keyring (docs/reference/operators-and-audit.md#encryption-key-rotation): one or more keys, comma-separated; the first encrypts.
     CODE_ENCRYPTION_KEY: optionalString.refine(
       (v) =>
         v === undefined ||
@@ -152,7 +154,7 @@ const schema = z
           return z.NEVER;
         }
         // A /0 trusts every address on earth as a proxy: any client could then pick its own
-        // address with X-Forwarded-For and pass every IP allowlist (contract 12.7).
+        // address with X-Forwarded-For and pass every IP allowlist (docs/reference/running.md#safe-configuration).
         if (
           ipaddr.parseCIDR(entry.includes('/') ? entry : `${entry}/${entry.includes(':') ? 128 : 32}`)[1] ===
           0
@@ -178,17 +180,17 @@ const schema = z
       return parts.map(Number);
     }),
     WEBHOOK_ALLOW_PRIVATE_TARGETS: bool('WEBHOOK_ALLOW_PRIVATE_TARGETS'),
-    // Not in the contract's table: the http activator's per-call deadline and calls at once.
+    // Beyond docs/reference/running.md#configuration: the http activator's per-call deadline and calls at once.
     ACTIVATOR_TIMEOUT_MS: optionalString.transform((v, ctx) =>
       positiveInt(v, 10_000, 'ACTIVATOR_TIMEOUT_MS', ctx),
     ),
     ACTIVATOR_CONCURRENCY: optionalString.transform((v, ctx) =>
       positiveInt(v, 16, 'ACTIVATOR_CONCURRENCY', ctx),
     ),
-    // Not in the contract's table: sandbox latencies for demos, benchmarks and crash tests.
+    // Beyond docs/reference/running.md#configuration: sandbox latencies for demos, benchmarks and crash tests.
     SANDBOX_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'SANDBOX_DELAY_MS', ctx)),
     SANDBOX_SLOW_MS: optionalString.transform((v, ctx) => millis(v, 2000, 'SANDBOX_SLOW_MS', ctx)),
-    // Retention (contract 12.2, core/retention.ts): days a finished job keeps its code
+    // Retention (docs/reference/running.md#retention, core/sweeper/retention.ts): days a finished job keeps its code
     // ciphertexts and webhook events are kept; at least 1 (idempotency keys last a day).
     RETENTION_DAYS: optionalString.transform((v, ctx) => {
       if (v === undefined) return 30;
@@ -201,14 +203,14 @@ const schema = z
       }
       return Number(v);
     }),
-    // The request log (issue 36, docs/operators/requests.md): days a row is kept; how often the
+    // The request log (docs/operators/requests.md): days a row is kept; how often the
     // buffer is written (at most 1,000 rows a time); rows kept per customer and UTC day, and per
     // UTC day for all unidentified callers together (no key, or an unknown one), beyond: counted.
     REQUEST_LOG_RETENTION_DAYS: positiveSetting('REQUEST_LOG_RETENTION_DAYS', 7),
     REQUEST_LOG_FLUSH_MS: positiveSetting('REQUEST_LOG_FLUSH_MS', 1000),
     REQUEST_LOG_DAILY_CAP: positiveSetting('REQUEST_LOG_DAILY_CAP', 10_000),
     REQUEST_LOG_UNIDENTIFIED_DAILY_CAP: positiveSetting('REQUEST_LOG_UNIDENTIFIED_DAILY_CAP', 20_000),
-    // Hostile input and safe defaults (contract 12.6, 12.7; issues 8 and 9): the request
+    // Hostile input and safe defaults (docs/reference/limits.md#hostile-requests, docs/reference/running.md#safe-configuration): the request
     // timeout, webhook name resolution, and the switches that allow what is refused by default.
     REQUEST_TIMEOUT_MS: optionalString.transform((v, ctx) =>
       positiveInt(v, 30_000, 'REQUEST_TIMEOUT_MS', ctx),
@@ -220,11 +222,11 @@ const schema = z
     WEBHOOK_DNS_CONCURRENCY: optionalString.transform((v, ctx) =>
       positiveInt(v, 8, 'WEBHOOK_DNS_CONCURRENCY', ctx),
     ),
-    // Webhook attempts one process sends at once, each on its own (contract 13.8).
+    // Webhook attempts one process sends at once, each on its own (docs/reference/webhooks-and-events.md#fair-delivery).
     WEBHOOK_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 10, 'WEBHOOK_CONCURRENCY', ctx)),
     ACTIVATOR_ALLOW_INSECURE: bool('ACTIVATOR_ALLOW_INSECURE'),
     ADMIN_ALLOW_REMOTE: bool('ADMIN_ALLOW_REMOTE'),
-    // Production (contract 12.3 to 12.5): the database pool and its deadlines, graceful stop,
+    // Production (docs/reference/running.md#database-loss, docs/reference/jobs.md#fair-sharing): the database pool and its deadlines, graceful stop,
     // worker sizes.
     DATABASE_POOL_MAX: optionalString.transform((v, ctx) => positiveInt(v, 10, 'DATABASE_POOL_MAX', ctx)),
     DATABASE_TIMEOUT_MS: optionalString.transform((v, ctx) =>
@@ -237,12 +239,12 @@ const schema = z
       millis(v, 10_000, 'DATABASE_IDLE_TX_TIMEOUT_MS', ctx),
     ),
     SHUTDOWN_GRACE_MS: optionalString.transform((v, ctx) => millis(v, 25_000, 'SHUTDOWN_GRACE_MS', ctx)),
-    // Contract 13.10: health says "draining" this long before anything is refused (in the grace).
+    // docs/reference/running.md#draining: health says "draining" this long before anything is refused (in the grace).
     DRAIN_DELAY_MS: optionalString.transform((v, ctx) => millis(v, 0, 'DRAIN_DELAY_MS', ctx)),
     JOB_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 4, 'JOB_CONCURRENCY', ctx)),
     CODE_CONCURRENCY: optionalString.transform((v, ctx) => positiveInt(v, 5, 'CODE_CONCURRENCY', ctx)),
     WORKER_POLL_MS: optionalString.transform((v, ctx) => positiveInt(v, 250, 'WORKER_POLL_MS', ctx)),
-    // Tenant limits (contract 13.8, src/http/tenant-limits.ts): reads per key per sliding 10 s,
+    // Tenant limits (docs/reference/limits.md#read-budget, src/http/tenant-limits.ts): reads per key per sliding 10 s,
     // webhook registrations and redeliveries per customer and mode per minute, and requests with
     // an unknown key per client address per 10 s (with the number of addresses remembered).
     READ_RATE_LIMIT: optionalString.transform((v, ctx) => positiveInt(v, 300, 'READ_RATE_LIMIT', ctx)),
@@ -261,15 +263,15 @@ const schema = z
     UNKNOWN_KEY_TRACKED_ADDRESSES: optionalString.transform((v, ctx) =>
       positiveInt(v, 10_000, 'UNKNOWN_KEY_TRACKED_ADDRESSES', ctx),
     ),
-    // Not in the contract: key rotation's rows per transaction and pause between batches
-    // (contract 13.9, core/crypto/rotation.ts).
+    // Beyond docs/reference/running.md#configuration: key rotation's rows per transaction and pause
+    // between batches (docs/reference/operators-and-audit.md#encryption-key-rotation, core/sweeper/rotation.ts).
     ENCRYPTION_ROTATION_BATCH: optionalString.transform((v, ctx) =>
       positiveInt(v, 100, 'ENCRYPTION_ROTATION_BATCH', ctx),
     ),
     ENCRYPTION_ROTATION_PAUSE_MS: optionalString.transform((v, ctx) =>
       millis(v, 20, 'ENCRYPTION_ROTATION_PAUSE_MS', ctx),
     ),
-    // The chat bot (contract 14.1); off while BOT_TOKEN is unset.
+    // The chat bot (docs/reference/bot.md#running-the-bot); off while BOT_TOKEN is unset.
     BOT_TOKEN: optionalString.refine((v) => v === undefined || /^\d{1,20}:[A-Za-z0-9_-]{20,100}$/.test(v), {
       message: "BOT_TOKEN must be Telegram's <digits>:<secret> form (as BotFather gives it)",
     }),
@@ -297,7 +299,7 @@ const schema = z
       { message: 'BOT_WEBHOOK_URL must be an https:// URL (or http:// to a loopback address)' },
     ),
     BOT_CHECKS_PER_DAY: optionalString.transform((v, ctx) => positiveInt(v, 500, 'BOT_CHECKS_PER_DAY', ctx)),
-    // Not in the contract: how often the bot looks for alerts to send (14.6) and expires top-ups.
+    // Beyond docs/reference/running.md#configuration: how often the bot looks for alerts to send (docs/reference/bot.md#alerts) and expires top-ups.
     BOT_ALERT_INTERVAL_MS: optionalString.transform((v, ctx) =>
       positiveInt(v, 60_000, 'BOT_ALERT_INTERVAL_MS', ctx),
     ),
@@ -323,7 +325,7 @@ const schema = z
         message: 'ACTIVATOR_URL is required when ACTIVATOR=http',
       });
     }
-    // Refused unless explicitly allowed (contract 12.7): the activator key and every code would
+    // Refused unless explicitly allowed (docs/reference/running.md#safe-configuration): the activator key and every code would
     // cross the network in clear text; the operator API would listen beyond this machine.
     if (
       c.ACTIVATOR_URL &&

@@ -1,5 +1,5 @@
 // One logger for the process. Redaction is configured here, once: API keys, tokens, webhook
-// secrets and codes never reach the logs (DESIGN house style 13), while an error's own `code`
+// secrets and codes never reach the logs (docs/architecture.md#house-rules), while an error's own `code`
 // (`23505`, `ECONNREFUSED`) does, so an operator can see why something failed.
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { loggedPath } from './logged-path.ts';
@@ -31,7 +31,7 @@ export const REDACT_PATHS = [
   '*.values',
 ];
 
-/** Logs carry at most this many characters of a URL (contract 12.6). */
+/** Logs carry at most this many characters of a URL (docs/reference/limits.md#hostile-requests). */
 export const MAX_LOGGED_URL_LENGTH = 512;
 
 /**

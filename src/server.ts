@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { type RunningBot, startBot } from './bot/index.ts';
 import type { Config } from './config.ts';
 import { type Clock, systemClock } from './core/clock.ts';
-import { checkKeyringCoversRows } from './core/crypto/rotation.ts';
+import { seedDemo } from './core/demo/seed.ts';
+import { checkKeyringCoversRows } from './core/sweeper/rotation.ts';
 import { configureWebhookResolver } from './core/webhooks/resolver.ts';
 import { type DataDirLock, lockDataDir } from './db/data-dir-lock.ts';
 import type { Database } from './db/database.ts';
@@ -21,7 +22,6 @@ import { registerPublicRoutes } from './routes/public.ts';
 import { type Activators, createActivators } from './start/activators.ts';
 import { announce } from './start/banner.ts';
 import { openServiceDatabase } from './start/database.ts';
-import { seedDemo } from './start/demo.ts';
 import { loadSecrets, refuseSharedDir } from './start/secrets.ts';
 import { startWorkers, type Workers } from './start/workers.ts';
 
@@ -34,7 +34,7 @@ export interface Running {
   publicUrl: string;
   adminUrl: string;
   /**
-   * Graceful stop (contract 12.4): stops accepting, answers new requests on open connections
+   * Graceful stop (docs/reference/running.md#graceful-stop): stops accepting, answers new requests on open connections
    * with 503 unavailable, lets requests in flight and running jobs finish for up to
    * SHUTDOWN_GRACE_MS, then closes everything. Calling it again returns the same promise.
    */
@@ -53,12 +53,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const dataDir = resolve(config.DATA_DIR);
   // What lives in the data directory (the embedded database, generated secrets) is for this user
-  // only: a directory made by someone else with looser rights stops the start (issue 35).
+  // only: a directory made by someone else with looser rights stops the start.
   if (!config.DATABASE_URL || !config.ADMIN_TOKEN || !config.CODE_ENCRYPTION_KEY) refuseSharedDir(dataDir);
   if (!config.DATABASE_URL) refuseSharedDir(join(dataDir, 'pglite'));
   const { adminToken, codeKey } = loadSecrets(config, dataDir);
   configureWebhookResolver(config);
-  // One process per embedded database (contract 13.10): a second one exits naming the holder.
+  // One process per embedded database (docs/reference/running.md#the-data-directory-lock): a second one exits naming the holder.
   const dirLock = config.DATABASE_URL ? undefined : lockDataDir(dataDir);
   const db = await openServiceDatabase(config, dataDir, logger).catch((err: unknown) => {
     dirLock?.release();
@@ -88,7 +88,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       metrics,
     };
     workers = await startWorkers(ctx, config);
-    // The chat bot (contract 14), when BOT_TOKEN is set: its updates act through the same core.
+    // The chat bot (docs/reference/bot.md), when BOT_TOKEN is set: its updates act through the same core.
     bot = await startBot(ctx);
     ctx.bot = bot?.door;
     const publicApp = await buildPublicApp(ctx, registerPublicRoutes);
@@ -146,10 +146,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 }
 
 /**
- * Health says "draining" at once while everything else is still served for DRAIN_DELAY_MS (contract
- * 13.10), so a load balancer takes the process out first. Then stop accepting (Fastify closes the
+ * Health says "draining" at once while everything else is still served for DRAIN_DELAY_MS
+ * (docs/reference/running.md#draining), so a load balancer takes the process out first. Then stop accepting (Fastify closes the
  * listening sockets and idle connections); a new request on a connection still open gets the
- * contract's 503 from the draining gate. Requests in flight and running jobs get what is left of
+ * 503 of the draining gate. Requests in flight and running jobs get what is left of
  * the grace; then everything closes, and the embedded database's lock is released last.
  */
 async function stopGracefully(

@@ -58,7 +58,7 @@ export class JobInterruptedError extends RedeemGatewayError {
   }
 }
 
-/** Whether a status and error code may succeed when sent again (specification section 7). */
+/** Whether a status and error code may succeed when sent again (docs/reference/keys-and-modes.md#error-codes). */
 export function isRetryable(status: number, errorCode: string): boolean {
   if (errorCode === 'job_interrupted') return false;
   if (status === 0 || status === 429 || status >= 500) return true;

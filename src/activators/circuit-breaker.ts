@@ -1,4 +1,4 @@
-// A circuit breaker for calls to one upstream (contract 12.5): it stops calling an upstream that
+// A circuit breaker for calls to one upstream (docs/reference/redeem.md#activators): it stops calling an upstream that
 // keeps failing, and lets one trial call through after a pause.
 
 export type BreakerState = 'closed' | 'open' | 'half_open';

@@ -25,7 +25,7 @@ export function judgeActivation(x: Exchange): { result: ActivationOutcome; verdi
   if (x.kind === 'not_sent') return { result: failed(false), verdict: 'failure' };
   if (x.kind === 'lost') return { result: failed(true), verdict: 'failure' };
   // The protocol: every 4xx is answered before the code is processed. It is an answer about
-  // this request, not a sign the upstream is down (contract 12.5).
+  // this request, not a sign the upstream is down (docs/reference/redeem.md#activators).
   if (x.status >= 400 && x.status < 500) return { result: failed(false), verdict: 'healthy' };
   if (x.status !== 200) return { result: failed(true), verdict: 'failure' };
   const body = parseObject(x.body);

@@ -1,4 +1,4 @@
-// The http activator (contract section 9): the JSON-over-HTTP protocol of
+// The http activator (docs/reference/redeem.md#activators): the JSON-over-HTTP protocol of
 // docs/upstream-protocol.md, with a per-call timeout, bounded concurrency, retries only where the
 // code surely did not leave this process, and a circuit breaker.
 //

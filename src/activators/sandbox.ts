@@ -1,11 +1,11 @@
-// The sandbox activator (contract section 9): deterministic, no network, and no statement of its
+// The sandbox activator (docs/reference/redeem.md#activators): deterministic, no network, and no statement of its
 // own on the way to an answer. Its memory of activated codes lives in the sandbox_redemptions
 // table, per mode, keyed by the code's keyed hash; an activation hands the row back with its
 // answer (ActivationOutcome.memory) and the outcome's commit writes it (redeem_record_outcome),
 // answering code_used instead when the code is remembered already. `status` and `check` read it.
 // A row is written under the hash of the ring's first key and found under every key of the ring
 // (memoryHashes), so an encryption-key rotation and a restart forget nothing; the rotation then
-// rewrites the rows under the new first key (core/crypto/rotation.ts).
+// rewrites the rows under the new first key (core/sweeper/rotation.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ActivationOutcome, Activator, CodeCheckState } from '../core/activator.ts';
 import { codeHashes } from '../core/crypto/code-crypto.ts';

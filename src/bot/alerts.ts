@@ -1,4 +1,4 @@
-// The alert loop's pass (contract 14.6): the alerts that started (core/bot/alerts.ts) sent to the
+// The alert loop's pass (docs/reference/bot.md#alerts): the alerts that started (core/bot/alerts.ts) sent to the
 // owners' chats, and live top-up requests past their 7 days expired with a line to who asked.
 import type { Api } from 'grammy';
 import { alertPass } from '../core/bot/alerts.ts';

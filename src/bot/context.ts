@@ -3,7 +3,7 @@
 // audit rows of its changes carry it).
 import type { Context } from 'grammy';
 import type { BotUser } from '../core/bot/links.ts';
-import { claimUpdate } from '../core/bot/updates.ts';
+import { actOnUpdateOnce } from '../core/bot/updates.ts';
 import type { Queryable } from '../db/database.ts';
 import type { ServerContext } from '../http/context.ts';
 
@@ -20,22 +20,15 @@ export function personOf(c: BotContext): BotUser {
   return c.person;
 }
 
-const SKIP = Symbol('already acted on');
-
 /**
- * Runs `effect` in one transaction with the update recorded as acted on (contract 14.1), so a
- * redelivered update does nothing. Returns null when the update was acted on before.
+ * Runs `effect` in one transaction with the update recorded as acted on
+ * (docs/reference/bot.md#running-the-bot), so a redelivered update does nothing. Returns null when
+ * the update was acted on before. The transaction is core's (actOnUpdateOnce, core/bot/updates.ts).
  */
-export async function actOnce<T>(
+export function actOnce<T>(
   c: BotContext,
   kind: string,
   effect: (tx: Queryable) => Promise<T>,
 ): Promise<T | null> {
-  const { db, clock } = c.app;
-  const updateId = c.update.update_id;
-  const result = await db.transaction(async (tx) => {
-    if (!(await claimUpdate(tx, updateId, kind, clock.now()))) return SKIP;
-    return effect(tx);
-  });
-  return result === SKIP ? null : (result as T);
+  return actOnUpdateOnce(c.app.db, c.app.clock, { id: c.update.update_id, kind }, effect);
 }

@@ -1,4 +1,4 @@
-// The bot's door: what an update must pass before any command sees it, in two steps.
+// The bot's door: what an update must pass on arrival, before it waits for its chat's turn.
 //
 // On arrival (admitUpdate), in the order updates arrive, before they wait for their chat's turn:
 //   - only private chats (codes are bearer value): groups and channels are ignored, as are
@@ -8,17 +8,14 @@
 //     batch's receipt, or the webhook delivery), however slowly the replies are paced: the rest
 //     are recorded as acted on (a redelivery is not counted twice) and one line asks to slow down,
 //     once per window. A payment's pre-checkout and a payment that happened are never limited.
-// When its chat's turn comes (gate): the person must be linked to a customer that is not
-// disabled, except for `/start <token>` and payments (which core/bot/topups.ts judges itself).
-import type { Api, NextFunction } from 'grammy';
+// When its chat's turn comes, the shared guards take over (bot/guards.ts: linked, then a
+// command's ownerOnly).
+import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
-import { touchBotUser } from '../core/bot/links.ts';
 import { claimUpdate, updateSeen } from '../core/bot/updates.ts';
-import { newRequestId } from '../core/ids.ts';
 import { takeWindowSlot, type WindowRule } from '../core/limits/window-limit.ts';
 import type { ServerContext } from '../http/context.ts';
-import { actOnce, type BotContext } from './context.ts';
-import { NOT_LINKED, SLOW_DOWN } from './replies.ts';
+import { SLOW_DOWN } from './replies.ts';
 
 const PERSON_RULE: WindowRule = { bucket: 'bot:', what: 'bot updates', limit: 20, windowMs: 10_000 };
 /** The slow-down line: once per person per window. */
@@ -100,28 +97,4 @@ export async function admitUpdate(
         app.logger.warn({ errName: (err as Error)?.name }, 'bot: slow-down line not sent'),
       );
   return 'limited';
-}
-
-/** The turn step: names the person; an unlinked one (or a disabled customer's) is told so. */
-export function gate(app: ServerContext) {
-  return async (c: BotContext, next: NextFunction) => {
-    c.app = app;
-    c.person = null;
-    c.requestId = newRequestId();
-    const kind = updateKind(c.update);
-    const metrics = app.metrics.bot;
-    if (!c.from) return;
-    const payment = isPayment(c.update);
-    c.person = await touchBotUser(app.db, c.from.id, app.clock.now());
-    const startWithToken = c.message?.text !== undefined && /^\/start(@\w+)?\s+\S/.test(c.message.text);
-    if ((!c.person || c.person.customerDisabled) && !startWithToken && !payment) {
-      c.person = null;
-      metrics.update(kind, 'acted');
-      if (kind === 'callback_query') await c.answerCallbackQuery().catch(() => undefined);
-      if ((await actOnce(c, 'unlinked', async () => true)) !== null) await c.reply(NOT_LINKED);
-      return;
-    }
-    metrics.update(kind, 'acted');
-    await next();
-  };
 }

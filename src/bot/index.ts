@@ -1,4 +1,4 @@
-// The chat bot of the process (contract 14), on when BOT_TOKEN is set: grammY against
+// The chat bot of the process (docs/reference/bot.md), on when BOT_TOKEN is set: grammY against
 // BOT_API_ROOT, its calls retried with backoff (honouring a 429's retry_after) and throttled to
 // Telegram's limits, the gate and the commands, updates by long polling (one poller across
 // processes) or at POST /bot/updates, and the loop that reports manual redeems to their chats.
@@ -18,18 +18,19 @@ import type { BotDoor, ServerContext } from '../http/context.ts';
 import { sendAlerts } from './alerts.ts';
 import { deleteIfHoldsCodes } from './codes-in-chat.ts';
 import { setAllMenus, setChatMenu } from './command-menu.ts';
-import { registerAccountCommands } from './commands/account.ts';
-import { registerAddStock } from './commands/addstock.ts';
-import { registerAlerts } from './commands/alerts.ts';
-import { registerCancel } from './commands/cancel.ts';
-import { registerCheck } from './commands/check.ts';
-import { registerRedeem } from './commands/redeem.ts';
-import { registerWallet } from './commands/wallet.ts';
-import { actOnce, type BotContext } from './context.ts';
-import { admitUpdate, chatKey, gate, isPayment } from './gate.ts';
+import { accountFeature } from './commands/account.ts';
+import { addStockFeature } from './commands/addstock.ts';
+import { alertsFeature } from './commands/alerts.ts';
+import { cancelFeature } from './commands/cancel.ts';
+import { checkFeature } from './commands/check.ts';
+import { redeemFeature } from './commands/redeem.ts';
+import { walletFeature } from './commands/wallet.ts';
+import type { BotContext } from './context.ts';
+import { fallbacks } from './fallbacks.ts';
+import { admitUpdate, chatKey, isPayment } from './gate.ts';
+import { linked } from './guards.ts';
 import { ALLOWED_UPDATES, type Poller, startPolling } from './polling.ts';
 import { errorInfo, reportProgress } from './progress.ts';
-import { HELP_LINE } from './replies.ts';
 
 export interface RunningBot {
   door: BotDoor;
@@ -62,6 +63,14 @@ export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
   bot.api.config.use(apiThrottler());
   bot.api.config.use(autoRetry({ maxRetryAttempts: 5, maxDelaySeconds: 120 }));
   bot.api.config.use(counted(app));
+  // The order an update meets the middleware is the order of these `use` calls (grammY runs them
+  // in turn; a handler that answers does not call next):
+  //   1. sequentialize: one chat's updates in order, different chats side by side;
+  //   2. the codes-in-chat rule, around everything after it;
+  //   3. linked (guards.ts): names the person; an unlinked one is answered here and stops;
+  //   4. the features, one Composer each (bot/commands/): each handles only its own commands,
+  //      buttons and updates, and calls no catch-all; an owner's command has ownerOnly in front;
+  //   5. the fallbacks, last: a button no feature knows, and any other message.
   bot.use(sequentialize((c: BotContext) => chatKey(c.update) ?? `u${c.update.update_id}`));
   // Whatever comes of it, a message that may hold codes leaves the chat once it was read.
   bot.use(async (c, next) => {
@@ -71,18 +80,17 @@ export function buildBot(app: ServerContext, token: string): Bot<BotContext> {
       await deleteIfHoldsCodes(bot.api, c.update, codesNotDeleted(app));
     }
   });
-  bot.use(gate(app));
-  registerAccountCommands(bot);
-  registerAddStock(bot);
-  registerCheck(bot);
-  registerRedeem(bot);
-  registerWallet(bot);
-  registerAlerts(bot);
-  registerCancel(bot);
-  // Any other text (or an unknown command) gets the help line.
-  bot.on('message', async (c) => {
-    if ((await actOnce(c, 'other', async () => true)) !== null) await c.reply(HELP_LINE);
-  });
+  bot.use(linked(app));
+  bot.use(
+    accountFeature,
+    addStockFeature,
+    checkFeature,
+    redeemFeature,
+    walletFeature,
+    alertsFeature,
+    cancelFeature,
+  );
+  bot.use(fallbacks);
   return bot;
 }
 

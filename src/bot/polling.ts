@@ -1,4 +1,4 @@
-// Long polling with one poller across processes (contract 14.1): a process polls getUpdates only
+// Long polling with one poller across processes (docs/reference/bot.md#running-the-bot): a process polls getUpdates only
 // while it holds the lease in the database (core/bot/poll-lease.ts), renewing it as it goes; the
 // others try to take it every few seconds, so when the poller stops or dies another takes over
 // within LEASE_TTL_MS + TAKE_EVERY_MS (under 30 s).

@@ -1,4 +1,4 @@
-// Reports the bot's manual redeems to their chat (contract 14.4): edits the confirmation message
+// Reports the bot's manual redeems to their chat (docs/reference/bot.md#commands): edits the confirmation message
 // as codes finish (`done: k/n`), then writes the end: one line per code (masked), `activated` and
 // `uc_delivered`; for a job stopped by a restart, a final message saying so. Runs in every
 // process; each report is claimed in the database first (markReported, markFinished), so none
@@ -10,12 +10,11 @@ import {
   markReported,
   type StartedRedeem,
   startedRedeems,
-} from '../core/bot/redeems.ts';
+} from '../core/bot/redeem-reports.ts';
 import { maskCode, storedCodeLength } from '../core/crypto/code-crypto.ts';
 import { type JobCodeRow, loadJobWithCodes } from '../core/jobs/jobs.ts';
 import type { ServerContext } from '../http/context.ts';
-import { summaryLines } from './commands/redeem.ts';
-import { inMode, labelled, toldApart } from './replies.ts';
+import { inMode, labelled, summaryLines, toldApart } from './replies.ts';
 
 const ENDED = new Set(['completed', 'failed', 'interrupted']);
 

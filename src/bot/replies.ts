@@ -1,7 +1,8 @@
-// How a reply reads (contract 14.3): plain text, one `label: value` line per number, the mode
+// How a reply reads (docs/reference/bot.md#replies): plain text, one `label: value` line per number, the mode
 // first on every reply about money, stock or a redeem, codes masked, money with 2 to 6 decimals,
 // and one line (with an example) for a bad input. Nothing here ever holds a full code.
 
+import type { RedeemSummary } from '../core/bot/redeems.ts';
 import { codeLast4, maskCode } from '../core/crypto/code-crypto.ts';
 import type { Mode } from '../core/vocabulary.ts';
 
@@ -78,4 +79,18 @@ export function helpText(role: 'owner' | 'staff'): string {
     .join('\n');
 }
 
+/** What a guard answers someone who is not an owner (bot/guards.ts ownerOnly). */
+export const OWNERS_ONLY = 'Only an owner of the account can do this; ask one.';
+
 export const HELP_LINE = 'Unknown command. Send /help for the list of commands.';
+
+/** A manual redeem as its confirmation and its progress show it (bot/commands/redeem.ts, bot/progress.ts). */
+export function summaryLines(s: RedeemSummary): string {
+  const pairs: [string, string | number][] = [
+    ['player_id', s.player_id],
+    ['codes', s.codes],
+    ['source', s.source],
+  ];
+  if (s.uc !== null) pairs.push(['uc', s.uc]);
+  return labelled(pairs);
+}

@@ -1,4 +1,4 @@
-// The chat bot's operator commands (contract 14.2, 14.5): the bot's state, a link that lets one
+// The chat bot's operator commands (docs/reference/bot.md#links-and-roles, docs/reference/bot.md#top-ups): the bot's state, a link that lets one
 // person in (its token shown once), the people bound to a customer and unbinding one, and the
 // wallet top-up requests the bot's owners make, which an operator approves or rejects.
 // Same shape as admin-commands.ts: the API validates, these only shape requests and lines.

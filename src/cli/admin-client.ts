@@ -14,11 +14,11 @@ export class AdminClientError extends Error {
   override name = 'AdminClientError';
 }
 
-/** An error answer of the admin API: its status and the contract's error body. */
+/** An error answer of the admin API: its status and the error body. */
 export interface AdminAnswer {
   status: number;
   body: Record<string, unknown>;
-  /** The API answered a replay of an earlier request with the same Idempotency-Key (13.3). */
+  /** The API answered a replay of an earlier request with the same Idempotency-Key (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments). */
   replayed: boolean;
 }
 

@@ -89,7 +89,7 @@ export const list = (v: string) =>
 export const MODE = { mode: { type: 'string' } } as const;
 export const IDEMPOTENCY = { 'idempotency-key': { type: 'string' } } as const;
 
-/** The wallet writes' Idempotency-Key (contract 13.3): --idempotency-key, else a new random one. */
+/** The wallet writes' Idempotency-Key (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments): --idempotency-key, else a new random one. */
 export const idempotencyHeader = (p: Parsed) => ({
   'idempotency-key': str(p, 'idempotency-key') ?? `cli-${randomUUID()}`,
 });

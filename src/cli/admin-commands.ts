@@ -273,4 +273,4 @@ export const COMMANDS: Command[] = [
 ];
 
 // Stock, jobs and quarantine commands: admin-stock-commands.ts; the event log and statements
-// (contract 13.6, 13.7): admin-reconcile-commands.ts; operators and audit: admin-operator-commands.ts.
+// (docs/reference/webhooks-and-events.md#the-event-log, docs/reference/statements.md#reconciliation): admin-reconcile-commands.ts; operators and audit: admin-operator-commands.ts.

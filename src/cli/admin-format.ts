@@ -159,20 +159,56 @@ export function formatCustomers(a: Json): string[] {
   ];
 }
 
-/** The answer of GET /admin/v1/quarantine: one table, oldest first. */
+/**
+ * The answer of GET /admin/v1/quarantine: the codes held now (oldest first), then those settled
+ * in the last days (newest first) with how they settled, by what and whom, and when.
+ */
 export function formatQuarantine(a: Json): string[] {
   const codes = Array.isArray(a.codes) ? a.codes.filter(isObject) : [];
-  if (!codes.length) return ['no quarantined codes'];
-  const rows = codes.map((c) => [
-    `${c.job_id} #${c.position}`,
-    `…${c.code_last4}`,
-    String(c.customer_id),
-    String(c.mode),
-    String(c.source),
-    String(c.quarantined_at),
-    String(c.check_attempts),
-  ]);
-  return table(['job', 'code', 'customer', 'mode', 'source', 'quarantined_at', 'checks'], rows);
+  const settled = Array.isArray(a.settled) ? a.settled.filter(isObject) : [];
+  const held = codes.length
+    ? table(
+        ['job', 'code', 'customer', 'mode', 'source', 'quarantined_at', 'checks'],
+        codes.map((c) => [
+          `${c.job_id} #${c.position}`,
+          `…${c.code_last4}`,
+          String(c.customer_id),
+          String(c.mode),
+          String(c.source),
+          String(c.quarantined_at),
+          String(c.check_attempts),
+        ]),
+      )
+    : ['no quarantined codes'];
+  const days = a.settled_days ?? 7;
+  const done = settled.length
+    ? [
+        `settled in the last ${days} days:`,
+        ...table(
+          ['job', 'code', 'customer', 'mode', 'settled', 'by', 'settled_at'],
+          settled.map((c) => [
+            `${c.job_id} #${c.position}`,
+            `…${c.code_last4}`,
+            String(c.customer_id),
+            String(c.mode),
+            settlementWords(c.settlement),
+            settledByWords(c.settled_by, c.settled_actor),
+            String(c.settled_at),
+          ]),
+        ),
+      ]
+    : [`none settled in the last ${days} days`];
+  return [...held, ...done];
+}
+
+/** `used` and `unused` in an operator's words: what happened to the code and its request. */
+export const settlementWords = (s: unknown) =>
+  s === 'used' ? 'used (billed as code_used)' : s === 'unused' ? 'unused (not billed)' : String(s);
+
+/** What settled a code and who: `check (automatic)`, `check run by alice`, `alice by hand`. */
+export function settledByWords(by: unknown, actor: unknown): string {
+  if (by === 'check') return typeof actor === 'string' ? `check run by ${actor}` : 'check (automatic)';
+  return `${typeof actor === 'string' ? actor : 'an operator'} by hand`;
 }
 
 /** Lists print as one table: two spaces in, columns two spaces apart, a header row. */

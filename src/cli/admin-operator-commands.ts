@@ -1,5 +1,5 @@
-// The operator commands of contract 13: operators (13.1), the audit log (13.2), the wallet's
-// correcting adjustment (13.3) and key reroll (13.4). Same shape as admin-commands.ts.
+// The operator commands of docs/reference/operators-and-audit.md: operators (docs/reference/operators-and-audit.md#operators-and-roles), the audit log (docs/reference/operators-and-audit.md#audit-log), the wallet's
+// correcting adjustment (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments) and key reroll (docs/reference/operators-and-audit.md#key-reroll). Same shape as admin-commands.ts.
 import {
   type Command,
   customerPath,

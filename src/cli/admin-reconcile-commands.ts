@@ -1,4 +1,4 @@
-// The admin CLI's event log and statement commands (contract 13.6, 13.7):
+// The admin CLI's event log and statement commands (docs/reference/webhooks-and-events.md#the-event-log, docs/reference/statements.md#the-answer):
 //   events list CUSTOMER_ID, events show EVENT_ID, events redeliver EVENT_ID,
 //   statements CUSTOMER_ID [--mode] [--from] [--to] [--csv].
 import { statementCsv } from '../core/billing/statement-csv.ts';

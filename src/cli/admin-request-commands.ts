@@ -89,13 +89,14 @@ export const REQUEST_COMMANDS: Command[] = [
     name: 'requests',
     args: [],
     synopsis:
-      '[--customer ID|NAME] [--player P] [--day YYYY-MM-DD|today] [--status 404|4xx|5xx] [--error-code C] [--request-id R] [--since ISO] [--limit N] [--cursor C]',
+      '[--customer ID|NAME] [--player P] [--day YYYY-MM-DD|today] [--mode test|live] [--status 404|4xx|5xx] [--error-code C] [--request-id R] [--since ISO] [--limit N] [--cursor C]',
     summary:
       'the request log: refused and failed public API answers and why, counted by error code, newest first (no bodies, no keys)',
     options: {
       customer: { type: 'string' },
       player: { type: 'string' },
       day: { type: 'string' },
+      mode: { type: 'string' },
       status: { type: 'string' },
       'error-code': { type: 'string' },
       'request-id': { type: 'string' },
@@ -109,6 +110,7 @@ export const REQUEST_COMMANDS: Command[] = [
         customer: 'customer',
         player: 'player_id',
         day: 'day',
+        mode: 'mode',
         status: 'status',
         'error-code': 'error_code',
         'request-id': 'request_id',

@@ -1,10 +1,10 @@
 // The admin CLI's views across customers:
 //   events all [--state pending|delivered|failed] [--mode] [--customer ID] [--limit] [--cursor]
-//   customers webhooks ID, customers health ID (customers enable ID is in admin-commands.ts)
+//   customers webhooks ID, webhooks remove ID --mode, customers health ID (customers enable ID is in admin-commands.ts)
 //   money [--mode] [--from] [--to] [--csv]
 // Lists print as one table (admin-format.ts `table`), a single record as `key: value` lines.
 import { moneyCsv } from '../core/billing/money-by-day.ts';
-import { type Command, customerPath, type Json, withQuery } from './admin-command.ts';
+import { type Command, customerPath, type Json, MODE, required, withQuery } from './admin-command.ts';
 import { table } from './admin-format.ts';
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -126,6 +126,19 @@ export const WEBHOOK_COMMANDS: Command[] = [
     options: {},
     request: async (p) => ({ method: 'GET', path: `${customerPath(p)}/webhooks` }),
     print: formatReceivers,
+  },
+  {
+    name: 'webhooks remove',
+    args: ['CUSTOMER_ID'],
+    synopsis: '--mode test|live',
+    summary:
+      "remove the customer's webhook of that mode: its jobs send no more events (pending ones are dropped)",
+    options: { ...MODE },
+    request: async (p) => ({
+      method: 'DELETE',
+      path: `${customerPath(p)}/webhooks/${encodeURIComponent(required(p, 'mode'))}`,
+    }),
+    print: (a) => [`customer ${a.customer_id}: ${a.mode} webhook ${a.removed} removed`],
   },
   {
     name: 'customers health',

@@ -1,4 +1,4 @@
-// `redeem-gateway admin …`: a thin client of the admin API (contract section 10). The API does all
+// `redeem-gateway admin …`: a thin client of the admin API (docs/reference/operators-and-audit.md#the-admin-api). The API does all
 // the validation; the CLI only turns arguments into JSON and answers into text, so the operator
 // gets the same rules and messages whether they use curl or this command.
 import { parseArgs } from 'node:util';

@@ -1,12 +1,23 @@
 // `redeem-gateway backup --out FILE` and `redeem-gateway restore --from FILE --data-dir DIR`, for the
-// embedded database (contract 13.10). A backup is taken from DATA_DIR when no process holds it
+// embedded database (docs/reference/running.md#backups). A backup is taken from DATA_DIR when no process holds it
 // (the DATA_DIR lock), else through the running server's admin API (GET /admin/v1/backup).
 //
 // The file: a first line naming the format, a JSON line with the data directory's secret files
 // (admin token, code encryption key: the stock and job codes in the database are unreadable
 // without the key), then PGlite's gzip'd tarball. It is written 0600: it holds what DATA_DIR holds.
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { request } from 'undici';
@@ -37,7 +48,27 @@ export async function runBackup(argv: string[], env: NodeJS.ProcessEnv = process
       'DATABASE_URL is set: back PostgreSQL up with its own tools (pg_dump, or base backups with WAL archiving)',
     );
   const dataDir = dataDirOf(env, values['data-dir']);
-  let tarball: Buffer;
+  const out = resolve(values.out);
+  const tmp = `${out}.${process.pid}.tmp`;
+  // The secrets first (the header), then the database's tarball streamed after them: neither
+  // copy of the database is held in memory.
+  const secrets: Record<string, string> = {};
+  for (const file of SECRET_FILES) {
+    const path = join(dataDir, file);
+    if (existsSync(path)) secrets[file] = readFileSync(path, 'utf8').trim();
+  }
+  const header = `${MAGIC}\n${JSON.stringify({ created_at: new Date().toISOString(), secrets })}\n`;
+  const write = async (tarball: Readable) => {
+    writeFileSync(tmp, header, { mode: 0o600 });
+    try {
+      await pipeline(tarball, createWriteStream(tmp, { flags: 'a' }));
+    } catch (err) {
+      rmSync(tmp, { force: true });
+      throw err;
+    }
+    return statSync(tmp).size - Buffer.byteLength(header);
+  };
+  let bytes: number;
   let via: string;
   try {
     // No data directory here: the server may run elsewhere (another working directory, a
@@ -48,7 +79,7 @@ export async function runBackup(argv: string[], env: NodeJS.ProcessEnv = process
     try {
       const db = await openPglite(join(dataDir, 'pglite'));
       try {
-        tarball = Buffer.from(await (await db.dump!()).arrayBuffer());
+        bytes = await write((await db.dump!()).stream);
       } finally {
         await db.close();
       }
@@ -59,27 +90,18 @@ export async function runBackup(argv: string[], env: NodeJS.ProcessEnv = process
   } catch (err) {
     if (!(err instanceof DataDirInUseError)) throw err;
     // A server holds the directory: it takes the copy itself.
-    tarball = await backupThroughAdminApi({ ...env, DATA_DIR: dataDir });
+    bytes = await write(await backupThroughAdminApi({ ...env, DATA_DIR: dataDir }));
     via = 'through the admin API of the running server';
-  }
-  const secrets: Record<string, string> = {};
-  for (const file of SECRET_FILES) {
-    const path = join(dataDir, file);
-    if (existsSync(path)) secrets[file] = readFileSync(path, 'utf8').trim();
   }
   if (!secrets[ENCRYPTION_KEY_FILE])
     process.stderr.write(
       `warning: no ${ENCRYPTION_KEY_FILE} in ${dataDir}: this backup holds no code encryption key; keep the server's CODE_ENCRYPTION_KEY (or that file) with it\n`,
     );
-  const out = resolve(values.out);
-  const tmp = `${out}.${process.pid}.tmp`;
-  const header = `${MAGIC}\n${JSON.stringify({ created_at: new Date().toISOString(), secrets })}\n`;
-  writeFileSync(tmp, Buffer.concat([Buffer.from(header), tarball]), { mode: 0o600 });
   renameSync(tmp, out);
-  process.stdout.write(`backup written to ${out} (${tarball.length} bytes of database, ${via})\n`);
+  process.stdout.write(`backup written to ${out} (${bytes} bytes of database, ${via})\n`);
 }
 
-async function backupThroughAdminApi(env: NodeJS.ProcessEnv): Promise<Buffer> {
+async function backupThroughAdminApi(env: NodeJS.ProcessEnv): Promise<Readable> {
   const target = resolveTarget(env);
   let res: Awaited<ReturnType<typeof request>>;
   try {
@@ -92,12 +114,11 @@ async function backupThroughAdminApi(env: NodeJS.ProcessEnv): Promise<Buffer> {
     const e = err as NodeJS.ErrnoException;
     throw new AdminClientError(`cannot reach the admin API at ${target.baseUrl}: ${e.code ?? e.message}`);
   }
-  const body = Buffer.from(await res.body.arrayBuffer());
-  if (res.statusCode !== 200)
-    throw new BackupError(
-      `the admin API answered ${res.statusCode} to the backup: ${body.toString('utf8', 0, 300)}`,
-    );
-  return body;
+  if (res.statusCode !== 200) {
+    const body = await res.body.text();
+    throw new BackupError(`the admin API answered ${res.statusCode} to the backup: ${body.slice(0, 300)}`);
+  }
+  return res.body;
 }
 
 /** Splits a backup file into its secrets and the database tarball. */

@@ -1,5 +1,5 @@
 // `redeem-gateway bot-sim`: the Bot API stand-in (src/dev/bot-api-sim.ts) with a chat in the
-// terminal, so a person can try the bot with no Telegram and no network (contract 14.8). Reads
+// terminal, so a person can try the bot with no Telegram and no network (docs/reference/bot.md#trying-it-without-telegram). Reads
 // lines from stdin whether or not it is a terminal (tests pipe it), writes plain text. Here are
 // the options and the chat loop; bot-sim-lines.ts gathers typed lines into messages,
 // bot-sim-display.ts shows what the bot does, bot-sim-cast.ts keeps the people played.

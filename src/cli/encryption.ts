@@ -1,4 +1,4 @@
-// `redeem-gateway encryption new-key` (contract 13.9): on the embedded database, prepends a newly
+// `redeem-gateway encryption new-key` (docs/reference/operators-and-audit.md#encryption-key-rotation): on the embedded database, prepends a newly
 // generated key to the data directory's key file, so the next start encrypts with it while every
 // older key still decrypts; then `POST /admin/v1/encryption/rotate` (or the console) rewrites the
 // rows, and the older lines can be deleted once GET /admin/v1/encryption counts none under them.

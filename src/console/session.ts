@@ -1,4 +1,4 @@
-// Console sessions: signing in with an operator's token (contract 13.1) gives the browser a random session id in an
+// Console sessions: signing in with an operator's token (docs/reference/operators-and-audit.md#operators-and-roles) gives the browser a random session id in an
 // HttpOnly, SameSite=Strict cookie; the token itself never reaches the cookie or page storage.
 // Sessions live in this process's memory: signing out or a restart ends them, and a session
 // found on one process is unknown to another (the admin listener is the operator's, on loopback).
@@ -12,7 +12,7 @@ export const SESSION_COOKIE = 'rg_console';
 export const SESSION_TTL_MS = 8 * 3_600_000;
 /**
  * Open sessions kept at most per operator; that operator's oldest goes first. Per operator, not
- * in all (issue 35: with one cap for everyone, a viewer signing in 200 times signed every admin
+ * in all (with one cap for everyone, a viewer signing in 200 times signed every admin
  * out). Memory stays bounded: only an operator's token creates its sessions, and operators are few.
  */
 export const MAX_SESSIONS_PER_OPERATOR = 20;

@@ -1,4 +1,4 @@
-// The seam to the game's redemption backend (contract section 9).
+// The seam to the game's redemption backend (docs/reference/redeem.md#activators).
 import type { ActivationStatus, Mode } from './vocabulary.ts';
 
 export interface ActivationOutcome {
@@ -36,7 +36,7 @@ export interface CodeStatus {
 }
 
 /**
- * What a check (`Activator.check`) says of a code, without activating it (contract 14.4): `valid`
+ * What a check (`Activator.check`) says of a code, without activating it (docs/reference/bot.md#commands): `valid`
  * (a redeem would activate it now), `used` (redeemed before), `invalid` (the upstream does not
  * know it) or `unknown` (the upstream cannot tell, or did not answer).
  */
@@ -46,7 +46,7 @@ export interface Activator {
   readonly name: string;
   /**
    * `customerId` (when known) lets an activator share its capacity fairly between customers
-   * (contract 12.5); it is never sent upstream.
+   * (docs/reference/redeem.md#activators); it is never sent upstream.
    */
   activate(input: {
     mode: Mode;

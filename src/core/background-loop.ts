@@ -1,7 +1,7 @@
 // The one shape of every background loop (job worker, webhook worker, sweeper): run a pass, sleep,
 // run again. A pass never overlaps the previous one; `wake()` cuts the sleep short; a pass that
 // throws is logged and the next one waits longer (capped), so a database that is away is retried
-// calmly and the process never crashes (DESIGN style 8); `stop()` ends the sleep, waits for the
+// calmly and the process never crashes (docs/architecture.md#house-rules); `stop()` ends the sleep, waits for the
 // pass in flight and resolves when the loop is over.
 import type { Logger } from 'pino';
 

@@ -1,4 +1,4 @@
-// CSV exports of the operator's lists (issue 36: jobs, ledger, audit): RFC 4180 by csv-stringify
+// CSV exports of the operator's lists (jobs, ledger, audit): RFC 4180 by csv-stringify
 // (CRLF records, quotes doubled), a header row, every row the list's filters select (page after
 // page, up to EXPORT_MAX_ROWS). Text a merchant or operator wrote is made formula-safe: a cell
 // that a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a leading `'`

@@ -65,7 +65,7 @@ export function errorBody(
   return { ok: false as const, error_code: code, message, request_id: requestId, ...extra };
 }
 
-/** What a client is told to wait when the database is away (contract 12.3). */
+/** What a client is told to wait when the database is away (docs/reference/running.md#database-loss). */
 export const DATABASE_RETRY_AFTER_SEC = 2;
 
 /** The 503 of a request that needed the database while it was away. */

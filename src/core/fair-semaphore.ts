@@ -1,4 +1,4 @@
-// A counting semaphore shared fairly between keys (customers, contract 12.5 and 13.8): free slots
+// A counting semaphore shared fairly between keys (customers, docs/reference/jobs.md#fair-sharing, docs/reference/webhooks-and-events.md#fair-delivery): free slots
 // go round-robin to the keys that wait, and while another key waits no key holds more than half of
 // the slots. Alone, a key may use them all. It serves the http activator's calls and the webhook
 // resolver's host lookups. `acquire` answers null when no slot came free in time (a timeout in ms,

@@ -1,4 +1,4 @@
-// Random, unguessable identifiers (contract section 0): a prefix and base62 characters drawn
+// Random, unguessable identifiers (docs/reference/keys-and-modes.md#conventions): a prefix and base62 characters drawn
 // from the CSPRNG with rejection sampling, so every character is uniform. The bytes come from
 // the pool of random-pool.ts, each byte used once.
 import { pooledRandomByte } from './random-pool.ts';

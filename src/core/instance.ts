@@ -1,5 +1,5 @@
 // This process's identity for job leases. A lease not renewed for LEASE_MS means its process
-// stopped (contract section 4: a 30 s lease plus a sweep).
+// stopped (docs/reference/jobs.md#interrupted-jobs: a 30 s lease plus a sweep).
 import { randomBase62 } from './ids.ts';
 
 export const INSTANCE_ID = `proc_${randomBase62(16)}`;

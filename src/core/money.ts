@@ -20,7 +20,7 @@ export function formatUsd(micros: number): string {
   return `${sign}${whole}${frac ? `.${frac}` : ''}`;
 }
 
-/** 12500000 → "12.50"; 3500 → "0.0035"; 0 → "0.00": 2 to 6 decimals, as the chat bot writes money (14.3). */
+/** 12500000 → "12.50"; 3500 → "0.0035"; 0 → "0.00": 2 to 6 decimals, as the chat bot writes money (docs/reference/bot.md#replies). */
 export function usdText(micros: number): string {
   const [whole, frac = ''] = formatUsd(micros).split('.');
   return `${whole}.${frac.padEnd(2, '0')}`;

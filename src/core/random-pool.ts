@@ -1,5 +1,5 @@
 // Bytes from the CSPRNG, drawn 4 KiB at a time (as crypto.randomUUID does) and each used once:
-// one call into the CSPRNG per id or per IV was a few per cent of a request's CPU (issue 22).
+// one call into the CSPRNG per id or per IV was a few per cent of a request's CPU.
 // The bytes are as random as randomBytes' own; a pool is replaced when used up, never rewritten,
 // so a slice handed out stays as it was.
 import { randomBytes } from 'node:crypto';

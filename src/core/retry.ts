@@ -1,4 +1,4 @@
-// Retrying work that lost its database connection (contract 12.3: a restarted server or a
+// Retrying work that lost its database connection (docs/reference/running.md#database-loss: a restarted server or a
 // terminated backend fails the statements in flight; the pool reconnects). Only connection errors
 // are retried, and only work that is safe to repeat; every other error is thrown at once.
 import { setTimeout as sleep } from 'node:timers/promises';

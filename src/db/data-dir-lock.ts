@@ -1,4 +1,4 @@
-// One process per embedded database (contract 13.10). PGlite is a single-user PostgreSQL: two
+// One process per embedded database (docs/reference/running.md#the-data-directory-lock). PGlite is a single-user PostgreSQL: two
 // processes opening one data directory each run their own copy of it over the same files, and
 // one side's committed rows are lost at the next restart. The first process to start writes a
 // lock file naming itself; a second one exits with one line naming the holder. A lock whose

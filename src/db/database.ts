@@ -1,9 +1,11 @@
 // The database seam: one small interface, two implementations (PGlite embedded, `pg` server).
 // Every query in the project goes through `Queryable`, so it runs inside or outside a transaction.
 import { mkdirSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import pg from 'pg';
 import { isConnectionError } from './connection-errors.ts';
 import { parseInt8 } from './int8.ts';
+import { type BackupFile, readBackupFile } from './pglite/backup-file.ts';
 import { startPgliteThread } from './pglite/thread.ts';
 import { type PoolMode, poolModeFromEnv } from './pool-mode.ts';
 import { toWire } from './wire-values.ts';
@@ -44,9 +46,11 @@ export interface Database extends Queryable {
   poolStats?(): PoolStats;
   /**
    * The embedded database's files as a gzip'd tarball, taken while no transaction is half-done
-   * (PGlite only; src/cli/backup.ts). PostgreSQL is backed up with its own tools.
+   * (PGlite only; src/cli/backup.ts), written to a file: its size, and its bytes as a stream that
+   * removes the file when it closes (destroy it if it is not read). PostgreSQL is backed up with
+   * its own tools.
    */
-  dump?(): Promise<Blob>;
+  dump?(): Promise<{ bytes: number; stream: Readable }>;
 }
 
 /**
@@ -141,7 +145,8 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     },
     poolStats: () => ({ max: 1, total: 1 }),
     async dump() {
-      return new Blob([await thread.call<Uint8Array<ArrayBuffer>>({ op: 'dump' })]);
+      const file = await thread.call<BackupFile>({ op: 'dump' });
+      return { bytes: file.bytes, stream: readBackupFile(file) };
     },
   };
 }
@@ -252,9 +257,6 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     query: (sql, params, name) => query(pool, sql, params, false, name),
     async transaction(fn, opts = {}) {
       const unbounded = opts.unbounded === true;
-      const client = await pool.connect().catch((err: unknown) => {
-        throw hideClient(err);
-      });
       // A held client whose connection dies emits 'error' with nobody listening: that event
       // crashed the process. The statement in flight fails on its own; this only records that
       // the connection is gone, so it is destroyed instead of going back to the pool.
@@ -264,7 +266,9 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         broken ??= err;
         onConnectionError(err);
       };
-      client.on('error', onError);
+      const client = await connectListening(pool, onError).catch((err: unknown) => {
+        throw hideClient(err);
+      });
       try {
         counters.roundTrips++;
         await client.query('BEGIN');
@@ -304,6 +308,23 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       waiting: pool.waitingCount,
     }),
   };
+}
+
+/**
+ * Takes a pooled client with `onError` already listening. pg-pool stops listening for a client's
+ * errors the moment it hands it out; awaiting `pool.connect()` would leave a gap until the promise
+ * settles, and one TCP read can hold both the previous statement's end (which hands the client on)
+ * and the server's "terminating connection" (emitted at once): with nobody listening, that
+ * crashed the process. The callback form runs in the same turn as the hand-over.
+ */
+function connectListening(pool: pg.Pool, onError: (err: Error) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((err, client) => {
+      if (err || !client) return reject(err ?? new Error('no client'));
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
 }
 
 /** The same database with transactions free of the statement deadlines (for migrations). */

@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hasCitus } from './citus.ts';
 import type { Database, Queryable } from './database.ts';
 import { applyFunctions, type FunctionFile, listFunctionFiles } from './function-files.ts';
 import { checksum, splitStatements } from './sql-files.ts';
@@ -64,6 +65,10 @@ export async function migrate(
       ]);
       names.push(m.name);
     }
+    // On Citus the function files re-create triggers on distributed tables, which Citus allows
+    // only with this setting (db distribute sets it for the database too; a copy of the database
+    // made from a template does not carry it).
+    if (await hasCitus(tx)) await tx.query("select set_config('citus.enable_unsafe_triggers', 'on', true)");
     await applyFunctions(tx, functions);
     return names;
   });
@@ -94,20 +99,76 @@ async function appliedChecksums(tx: Queryable): Promise<Map<number, { name: stri
 }
 
 /**
- * Migrations whose comments were reworded after they were applied (issue 37: a comment names a
- * function, never a file path, which the import graph reads as an import). Their statements are
- * the same, statement for statement (splitStatements drops comment lines): the text they were
- * applied with, by its checksum, is still accepted. test/migration-checksum.test.ts checks each one.
+ * Migrations whose comments were reworded after they were applied (a comment names a function,
+ * never a file path, which the import graph reads as an import; a comment cites
+ * docs/reference/, never a document outside the repository). Their statements are the same,
+ * statement for statement (splitStatements drops comment lines): each text they were applied
+ * with, by its checksum, oldest first, is still accepted. test/db/migration-checksum.test.ts checks
+ * each one.
  */
-export const REWORDED_MIGRATIONS: ReadonlyMap<number, string> = new Map([
-  [8, '638b84162408700d467bfaf2212f41e8a7e95990e1a124224deca53e460f0a56'],
-  [9, 'b811597715f725fb3b06aabe0b85f22e5ade73e961cfcd2c600b48bf52fe58f9'],
-  [30, '359480a3ebf5abb53055f69380bb73074a294f1cda58d8297a07ddc353774ff8'],
-  [60, 'cf1df459179510f4c458447c3da6241a2783190ff4f44630f36f5d179d64c338'],
-  [75, '8b13b4ae938ab1ae5ea1467fafbd2263f043d398eed8a92e95341481e7efefbe'],
-  [80, '5e0cac8e654774530e448166d20658be7ef93ed8f36ccc324a254a777b845b2d'],
-  [81, '82954921f7442df2e192f348bd5adb5940c62a12ed8feca4af4ad1f0ab79f454'],
-  [95, '3ca45cde11b6ea9916ff24ded5ede315be8b5c05438391b356a83f5f776b9f92'],
+export const REWORDED_MIGRATIONS: ReadonlyMap<number, readonly string[]> = new Map([
+  [3, ['2f05a884f1935d7ee332346cf3809e60f83157ad5c8264546d78176141af55c7']],
+  [4, ['bb7abb3c3a062d093046f1324cc2e933c1571bb28bc6a7367c9d04616bd294f4']],
+  [7, ['0d212e9b5aa5ce74402228564b4b9b02678913b98746345a82a0abd754dc2938']],
+  [
+    8,
+    [
+      '638b84162408700d467bfaf2212f41e8a7e95990e1a124224deca53e460f0a56',
+      '0a22bd8005b46c6226faf2935468a2c722c52e256b601def62725fc632a4e41f',
+    ],
+  ],
+  [9, ['b811597715f725fb3b06aabe0b85f22e5ade73e961cfcd2c600b48bf52fe58f9']],
+  [10, ['2067186ca8562cabd50209349bf5b384d5d1c00930c549a9f326865de5dcab19']],
+  [15, ['8c38d562f6a5dff78cfb9c76e3c98c09252d65b85dca8448590cb72221e4e9af']],
+  [
+    30,
+    [
+      '359480a3ebf5abb53055f69380bb73074a294f1cda58d8297a07ddc353774ff8',
+      '6a5e19108f5ac6c8bd0e2cd0f1b724c517050f860ef777f884f78f3ee374c6d8',
+    ],
+  ],
+  [40, ['7b27790089b222a83ca96c07b3441b4a9189122e62d0aa10b1ea859816dc0c3d']],
+  [50, ['4c16bbb0abcefd831caa19d92ce16a7887e63230911d899e036826a2da1e569b']],
+  [
+    60,
+    [
+      'cf1df459179510f4c458447c3da6241a2783190ff4f44630f36f5d179d64c338',
+      'c0bc0b454a9402ab14d39c77e949eb9126ba06c10f2ed622a940f68a913fb562',
+    ],
+  ],
+  [65, ['463f147ff7838ceb21f6725aec628d11e9d2e9564196e01d4201610f544c0b57']],
+  [70, ['d59681a1ce841914a91045e48f0dcd68ec4fc57a4c524984ec484f356748d6cf']],
+  [
+    75,
+    [
+      '8b13b4ae938ab1ae5ea1467fafbd2263f043d398eed8a92e95341481e7efefbe',
+      '8af8a6dc966ffbe25c0977351d1e3b576a6b2070d7889332c2b8f61f41e47f7f',
+    ],
+  ],
+  [
+    80,
+    [
+      '5e0cac8e654774530e448166d20658be7ef93ed8f36ccc324a254a777b845b2d',
+      '9a36ddd16f21cfb53df9303b55542319b95b5b2114dd15f2c4bed91b8230bde2',
+    ],
+  ],
+  [
+    81,
+    [
+      '82954921f7442df2e192f348bd5adb5940c62a12ed8feca4af4ad1f0ab79f454',
+      'b9563e4a4a46ed7372d0d00db881138d62a213627ead99beb0e37206cf3a3436',
+    ],
+  ],
+  [85, ['8a7499b714888d898bd1bcb9e4b73175bfaaa36bd3cf6d7442eecd2ab8496aae']],
+  [90, ['0ec1049f657d23a5fb6b01736d942e2c07b616ee9ff1faf391d794699f4476e7']],
+  [
+    95,
+    [
+      '3ca45cde11b6ea9916ff24ded5ede315be8b5c05438391b356a83f5f776b9f92',
+      'c21ed2d9bd3902034b79b52ac1a1461a810faeeafdf9635b77c5211bd7e04ee4',
+    ],
+  ],
+  [96, ['4f1311a792b827278b686c5b3c2fdf9e032d679c6c56e8efb807a2fa2eeb6933']],
 ]);
 
 /** Refuses, naming the first file, when an applied migration's text changed or its file is gone. */
@@ -120,7 +181,7 @@ function checkUnchanged(applied: Map<number, { name: string; checksum: string }>
         `migration ${done.name}.sql was applied but its file is gone; restore it or recreate the database`,
       );
     const now = checksum(m.sql);
-    if (now !== done.checksum && REWORDED_MIGRATIONS.get(id) !== done.checksum)
+    if (now !== done.checksum && !REWORDED_MIGRATIONS.get(id)?.includes(done.checksum))
       throw new MigrationChangedError(
         `migration ${m.name}.sql was changed after it was applied (checksum ${done.checksum.slice(0, 12)}, now ${now.slice(0, 12)}); restore it or recreate the database`,
       );

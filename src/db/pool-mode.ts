@@ -1,4 +1,4 @@
-// PostgreSQL behind a connection pooler (contract 13.10). PgBouncer in transaction mode hands each
+// PostgreSQL behind a connection pooler (docs/reference/running.md#postgresql-poolers-and-failover). PgBouncer in transaction mode hands each
 // transaction (or lone statement) to whichever server connection is free, so nothing may outlive
 // one transaction on a connection:
 // - no named prepared statements (PgBouncer 1.18, Debian's, does not track them: the next

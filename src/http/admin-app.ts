@@ -1,4 +1,4 @@
-// The admin API: a second listener for the operators (ADMIN_TOKEN is `root`; contract 13.1).
+// The admin API: a second listener for the operators (ADMIN_TOKEN is `root`; docs/reference/operators-and-audit.md#operators-and-roles).
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createSessionStore, type SessionStore } from '../console/session.ts';
 import { newRequestId } from '../core/ids.ts';

@@ -1,4 +1,4 @@
-// The admin listener's door (contract 13.1 and 13.5), in the order a request meets it: its Host
+// The admin listener's door (docs/reference/operators-and-audit.md#operators-and-roles, docs/reference/operators-and-audit.md#the-admin-door), in the order a request meets it: its Host
 // must be one of the listener's own names (421: a DNS-rebinding page cannot reach the console),
 // its address must not be locked out by failed authentications (429), then the operator is
 // identified by a bearer token (ADMIN_TOKEN is `root`, any other operator's `adm_…` token) or a
@@ -57,7 +57,7 @@ export function installAdminDoor(
   ctx: ServerContext,
   sessions: SessionStore,
 ): AdminDoor {
-  const throttle = createAdminThrottle(ctx.clock);
+  const throttle = createAdminThrottle(ctx.clock, ctx.config.ADMIN_LOCKOUT_AFTER);
   const door: AdminDoor = {
     sessions,
     throttle,
@@ -90,7 +90,7 @@ export function installAdminDoor(
     if (request.routeOptions.config.consolePublic) return;
     request.operator = await identify(request, door);
     if (request.operator.role === 'admin') return;
-    // A read a viewer may not make (contract 13.1: the backup holds every secret of the database).
+    // A read a viewer may not make (docs/reference/operators-and-audit.md#operators-and-roles: the backup holds every secret of the database).
     const adminOnly = (request.routeOptions.config as { adminOnly?: string }).adminOnly;
     if (adminOnly)
       throw new ApiError(

@@ -1,4 +1,4 @@
-// API key authentication (contract section 1), in the contract's order of answers.
+// API key authentication (docs/reference/keys-and-modes.md#authentication-order), in the documented order of answers.
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
@@ -17,7 +17,7 @@ import type { Queryable } from '../db/database.ts';
 /** What a route needs: any valid key, one scope, or one of several scopes. */
 export type ScopeRule = 'any' | Scope | readonly Scope[];
 
-/** The token of `Authorization: Bearer <token>`, written exactly so (contract section 1); else null. */
+/** The token of `Authorization: Bearer <token>`, written exactly so (docs/reference/keys-and-modes.md#authentication-order); else null. */
 export function bearerToken(header: string | undefined): string | null {
   if (typeof header !== 'string') return null;
   const m = /^Bearer (\S+)$/.exec(header);
@@ -55,8 +55,8 @@ export function checkKeyState(key: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, c
 }
 
 /**
- * Steps 3 to 5, once the key is identified (the quota headers are sent from here on, contract
- * section 8: "403 after identification").
+ * Steps 3 to 5, once the key is identified (the quota headers are sent from here on,
+ * docs/reference/keys-and-modes.md#response-headers: "403 after identification").
  */
 export function authorize(key: KeyRecord, clientIp: string, rule: ScopeRule): void {
   if (key.customerDisabled) throw new ApiError('unknown_customer', 'the customer of this key is not active');

@@ -1,6 +1,6 @@
-// Graceful stop of a listener (contract 12.4): counts the requests in flight and, once draining,
-// answers every new request (a kept-alive connection may still send one) with the contract's
-// 503 unavailable error body, Retry-After and the listener's own headers, and closes that
+// Graceful stop of a listener (docs/reference/running.md#graceful-stop): counts the requests in flight and, once draining,
+// answers every new request (a kept-alive connection may still send one) with the
+// 503 unavailable error body (docs/reference/running.md#graceful-stop), Retry-After and the listener's own headers, and closes that
 // connection. It sits in front of Fastify's own handler, so Fastify's closing answer (a bare 503
 // without our body or headers) is never sent.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -9,7 +9,7 @@ import { newRequestId } from '../core/ids.ts';
 
 export interface Draining {
   /**
-   * A stop has begun (contract 13.10): `GET /v1/health` answers 503 unavailable with
+   * A stop has begun (docs/reference/running.md#draining): `GET /v1/health` answers 503 unavailable with
    * `"status": "draining"`, so a load balancer takes the process out; everything else is still
    * served until start().
    */
@@ -36,7 +36,7 @@ export function installDraining(server: Server, headers: Record<string, string> 
   // successor until the next full collection; young collections take such references as live.
   // Measured in the gateway under GET /v1/me: with the Set nearly every finished response, with
   // its request, headers and reply, was copied and promoted (~1 MB survived each scavenge), with
-  // the count ~0.24 MB (issue 35, bench/history.md; a plain server did not show it).
+  // the count ~0.24 MB (bench/history.md; a plain server did not show it).
   let active = 0;
   const waiters: Array<() => void> = [];
   const listeners = server.listeners('request') as RequestListener[];

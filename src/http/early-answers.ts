@@ -1,6 +1,6 @@
 // Answers given before a route has read the request's body, made to read like every other answer.
 // - A request without Host: Node's HTTP server would refuse it with a bare 400 of its own (no
-//   body, no request id); the listeners take the check over and answer the contract's error body.
+//   body, no request id); the listeners take the check over and answer the error body.
 // - A refusal that comes before the body (401, 404, 405, 421, 429 …) waits for that body, so a
 //   body that never arrives is a 408 request_timeout whatever the key, as it is with a good key:
 //   otherwise the client reads a 401, its connection then hangs until the request timeout, and

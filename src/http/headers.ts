@@ -1,4 +1,4 @@
-// The service's own response headers (contract sections 6 and 8), in one place both the apps and
+// The service's own response headers (docs/reference/limits.md#redeem-burst-limit, docs/reference/keys-and-modes.md#response-headers), in one place both the apps and
 // the routes import: the API version every answer carries, the quota and balance headers of an
 // identified key, and its burst window's RateLimit headers.
 import { remainingToday, spendableMicros } from '../core/accounts/accounts.ts';
@@ -25,7 +25,7 @@ export function setAccountHeaders(
   reply.header('SVC-Balance-Usd', formatUsd(spendableMicros(state)));
 }
 
-/** The RateLimit headers of a key's burst window (contract section 6). */
+/** The RateLimit headers of a key's burst window (docs/reference/limits.md#redeem-burst-limit). */
 export function setRateLimitHeaders(
   reply: { header(name: string, value: string): unknown },
   slot: BurstSlot,

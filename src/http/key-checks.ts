@@ -1,4 +1,4 @@
-// Steps 1 to 5 of contract section 1 (the API key) and the burst limit of section 6, for every
+// Steps 1 to 5 of docs/reference/keys-and-modes.md#authentication-order (the API key) and the burst limit of docs/reference/limits.md#redeem-burst-limit, for every
 // route with `config.auth`. Both run before the body is read, so a huge body from a bad key is a
 // 401, except where a route does them in its own statement:
 //   - `keyCheckedInStatement`: a key this process has seen (its fixed facts cached, and still
@@ -6,7 +6,7 @@
 //     revocation and its customer's state (GET /v1/me, POST /v1/redeem).
 //   - `burstInStatement`: the route's statement takes the burst slot (POST /v1/redeem).
 // A request answered before that statement runs (a 413, a malformed body) gets both checks
-// first, in the contract's order, from `settle` (the route's validation and the error handler).
+// first, in the documented order, from `settle` (the route's validation and the error handler).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountState } from '../core/accounts/accounts.ts';
 import type { Clock } from '../core/clock.ts';
@@ -35,7 +35,7 @@ export interface KeyChecks {
 }
 
 /**
- * `unknownKeys` (contract 13.8): an address that sent too many unknown keys is refused before the
+ * `unknownKeys` (docs/reference/limits.md#unknown-key-floods): an address that sent too many unknown keys is refused before the
  * lookup, unless this process already knows the key exists; `pace` spaces a flood's refusals.
  */
 export function installKeyChecks(
@@ -85,7 +85,7 @@ export function installKeyChecks(
       authorize(key, request.ip, rule);
     } catch (err) {
       // Identified but refused (403): a burst-limited route still reports the key's window
-      // (contract section 6: every redeem answer carries RateLimit-*), without counting this one.
+      // (docs/reference/limits.md#redeem-burst-limit: every redeem answer carries RateLimit-*), without counting this one.
       request.burstPending = false;
       if (request.routeOptions.config.burstLimit) await setBurstHeadersUncounted(ctx, request, reply);
       throw err;
@@ -128,7 +128,7 @@ export function installKeyChecks(
 }
 
 /**
- * The burst limit on the routes that ask for it (`config: { burstLimit: true }`; contract section 6:
+ * The burst limit on the routes that ask for it (`config: { burstLimit: true }`; docs/reference/limits.md#redeem-burst-limit:
  * POST /v1/redeem only), as an onRequest hook registered after authentication, so it counts
  * identified keys only and answers before the body is read or validated.
  */
@@ -183,7 +183,7 @@ export function requestKeyFacts(request: FastifyRequest): KeyFacts {
 
 /**
  * After a `keyCheckedInStatement` route's statement read the key's revocation and its customer's
- * account: finishes steps 2 to 5 of contract section 1 in the contract's order (revoked and expired
+ * account: finishes steps 2 to 5 of docs/reference/keys-and-modes.md#authentication-order in the documented order (revoked and expired
  * 401 before anything else), identifies the key (from here on every answer, a 403 or 404 too,
  * carries the quota headers) and authorizes it. `found` null: the key row is gone (keys are never
  * deleted; a row gone all the same is no key). Every such route calls this one helper; it returns
@@ -202,7 +202,7 @@ export function acceptKeyCheckedInStatement<
   const facts = requestKeyFacts(request);
   const key = keyRecordOf(
     facts,
-    // Read again by the statement: a reroll (contract 13.4) moves a cached key's expiry.
+    // Read again by the statement: a reroll (docs/reference/operators-and-audit.md#key-reroll) moves a cached key's expiry.
     found.expiresAt === undefined ? facts.expiresAt : found.expiresAt,
     found.revokedAt,
     found.state.disabled,
@@ -235,7 +235,7 @@ export function keyPassedInStatement(request: FastifyRequest): void {
 /**
  * A key's record from its cached facts and what a statement read. Every field by name, not
  * `{ ...facts, revokedAt, ... }`: a spread followed by more fields takes V8's slow path (3 µs
- * against 0.04 µs measured), on every GET /v1/me and every redeem (issue 22).
+ * against 0.04 µs measured), on every GET /v1/me and every redeem.
  */
 function keyRecordOf(
   facts: KeyFacts,
@@ -263,7 +263,7 @@ const limitOf = ({ limit, windowMs }: UnknownKeyLimit) => ({ limit, windowMs });
 
 /**
  * Whether a cached key passes what its fixed facts decide (expiry, address, scope). When not,
- * the key is authenticated by a query, which answers in the contract's order.
+ * the key is authenticated by a query, which answers in the documented order.
  */
 function factsAllow(key: KeyFacts, ip: string, rule: ScopeRule, ctx: Pick<AppContext, 'clock'>): boolean {
   if (key.expiresAt && key.expiresAt.getTime() <= ctx.clock.now().getTime()) return false;
@@ -272,7 +272,7 @@ function factsAllow(key: KeyFacts, ip: string, rule: ScopeRule, ctx: Pick<AppCon
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The key once identified (contract section 1, steps 1 and 2); then the quota headers are sent. */
+    /** The key once identified (docs/reference/keys-and-modes.md#authentication-order, steps 1 and 2); then the quota headers are sent. */
     auth: KeyRecord | null;
     /**
      * A `keyCheckedInStatement` route's key from the cache, not yet checked (auth is null); the
@@ -289,7 +289,7 @@ declare module 'fastify' {
      * costs the hook no query; the route finishes steps 2 to 5 itself (routes/me.ts).
      */
     keyCheckedInStatement?: boolean;
-    /** Count the request in the key's burst window (contract section 6). */
+    /** Count the request in the key's burst window (docs/reference/limits.md#redeem-burst-limit). */
     burstLimit?: boolean;
     /** The route's own statement takes the burst slot (with `burstLimit`). */
     burstInStatement?: boolean;

@@ -18,11 +18,11 @@ import { installEarlyAnswers, isClientAbort, NODE_HOST_CHECK_OFF } from './early
 import { installStorableInput } from './storable-input.ts';
 
 export const BODY_LIMIT = 262_144;
-/** The admin API's body limit (contract 13.8): 4 MiB on every admin route (large stock imports). */
+/** The admin API's body limit (docs/reference/limits.md#body-sizes): 4 MiB on every admin route (large stock imports). */
 export const ADMIN_BODY_LIMIT = 4 * 1024 * 1024;
 
 /**
- * Sent with every answer of both listeners, errors included (contract 12.6): answers carry
+ * Sent with every answer of both listeners, errors included (docs/reference/limits.md#hostile-requests): answers carry
  * account data, keys, secrets and job results that no shared cache may keep.
  */
 export const NO_STORE = { 'Cache-Control': 'no-store' } as const;
@@ -80,7 +80,7 @@ export function sendError(
 ) {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
   const status = ERROR_STATUS[code];
-  // Every 429 and 503 says when to come back (contract section 8); most set their own value.
+  // Every 429 and 503 says when to come back (docs/reference/keys-and-modes.md#response-headers); most set their own value.
   if ((status === 429 || status === 503) && !reply.hasHeader('Retry-After')) reply.header('Retry-After', '1');
   return reply
     .code(status)
@@ -88,7 +88,7 @@ export function sendError(
     .send(errorBody(code, message, reply.request.id, extra));
 }
 
-/** Maps anything thrown to the contract's error body; unknown errors become a bare 500. */
+/** Maps anything thrown to the error body; unknown errors become a bare 500. */
 function handleError(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (isClientAbort(error, request)) {
     // Nobody reads this answer; the line says what happened, not "database unavailable".
@@ -123,7 +123,7 @@ function handleError(error: FastifyError | ApiError | Error, request: FastifyReq
 
 /**
  * Fastify answers a URL it cannot decode (`/v1/%zz`) before routing and before any hook; this
- * gives it the contract's error body too. `headers`: the listener's headers of every response.
+ * gives it the error body too. `headers`: the listener's headers of every response.
  */
 export function frameworkErrorHandler(headers: Record<string, string> = {}) {
   return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -135,7 +135,7 @@ export function frameworkErrorHandler(headers: Record<string, string> = {}) {
 /**
  * Node's HTTP server answers some requests before Fastify can: headers over 16 KB, bytes that
  * are not HTTP (400), and a request not fully received within the request timeout (408, also
- * when its headers were read and a route is waiting for the body). They get the contract's error
+ * when its headers were read and a route is waiting for the body). They get the error
  * body too, with a fresh request id, and the connection is closed.
  */
 export function clientErrorHandler(headers: Record<string, string> = {}) {
@@ -256,7 +256,7 @@ export function installPlumbing(app: FastifyInstance, opts: PlumbingOptions = {}
     methodsByUrl.set(route.url, set);
   });
   app.decorate('addMethodNotAllowedRoutes', () => {
-    // Routing comes before everything else (contract section 8): an unknown path or a wrong
+    // Routing comes before everything else (docs/reference/keys-and-modes.md#routing): an unknown path or a wrong
     // method is answered before the body is read, so a malformed or oversize body cannot turn
     // a 404/405 into a 400/413. Added last, so the app's own onRequest hooks (headers) run first.
     // Answered here: the chain ends without done().

@@ -1,4 +1,4 @@
-// Request hooks whose usual path waits for nothing (issue 22). Fastify runs an `async` hook by
+// Request hooks whose usual path waits for nothing. Fastify runs an `async` hook by
 // waiting for its promise: a promise and a turn of the microtask queue per hook per request, also
 // when the hook returns at once, as most of ours do on most requests (a GET /v1/me passed eight).
 // A hook written with quickHook returns undefined when it is done and a promise only when it had

@@ -1,4 +1,4 @@
-// A request's logger, made when the request first logs (issue 35). Fastify gives every request a
+// A request's logger, made when the request first logs. Fastify gives every request a
 // child of the listener's logger bound to its request id; a pino child of a logger with redaction
 // paths (src/logger.ts) runs the redaction over those bindings and allocates about 1 KB, for each
 // request, although a request answered at the default level (warn) logs nothing. This one stands

@@ -1,7 +1,7 @@
-// Path ids the router cannot take, answered as the contract says. The router refuses a path
+// Path ids the router cannot take, answered as docs/reference/keys-and-modes.md#routing says. The router refuses a path
 // parameter longer than its limit (100 characters) or with undecodable percent-encoding with a
 // `400` before any hook, so before authentication: a `GET /v1/events/{long id}` without a key was
-// a 400 where the contract says 401, and with a key a 400 where any unknown id is `404 not_found`
+// a 400 where the rules say 401, and with a key a 400 where any unknown id is `404 not_found`
 // (with the quota headers). Such an id is routed as `-` instead (an id no row has), so the route
 // answers it as any unknown id after authentication. Every route with a path parameter is found
 // by the app's own onRoute hook: a new route needs nothing here.

@@ -2,7 +2,7 @@
 // PostgreSQL can hold (core/text.ts), or the request is a 400 bad_request naming the field. Run
 // after authentication and body parsing (preValidation), so a bad key is still a 401 and an
 // unknown path a 404. A route that answers other checks first (POST /v1/redeem's
-// Idempotency-Key, its fields in the contract's order) sets `lateJsonCheck` and applies the
+// Idempotency-Key, its fields in the documented order) sets `lateJsonCheck` and applies the
 // rule to its body itself, after them.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../core/errors.ts';

@@ -1,4 +1,4 @@
-// The tenant limits of contract 13.8 on the public routes, after the key checks:
+// The tenant limits of docs/reference/limits.md on the public routes, after the key checks:
 //   - `readLimit: true`: one budget per key for every read (GET /v1/me, /v1/stock, /v1/jobs/{id},
 //     and the event and statement reads when they arrive), 300 per sliding 10 s by default;
 //   - `customerLimit: 'webhook' | 'redeliver'`: 10 a minute per customer and mode, each counted
@@ -34,7 +34,7 @@ type LimitSettings = Pick<
   'READ_RATE_LIMIT' | 'WEBHOOK_RATE_LIMIT' | 'REDELIVER_RATE_LIMIT'
 >;
 
-/** The rules as the configuration sets them (defaults: contract 13.8). */
+/** The rules as the configuration sets them (defaults: docs/reference/limits.md). */
 export function tenantRules(config: LimitSettings): Record<'read' | CustomerLimit, WindowRule> {
   return {
     read: { bucket: 'read', what: 'reads for this key', limit: config.READ_RATE_LIMIT, windowMs: 10_000 },
@@ -98,8 +98,8 @@ export function installTenantLimits(
   const refused = new Map<string, { atMs: number; state: AccountState; key: KeyRecord }>();
   /**
    * Before a read's 429: a key known only from this process's cache is checked first, so a
-   * revoked key or a disabled customer answers in the contract's order (401/403 before 429); and
-   * the 429 carries the quota headers of an identified key (contract 8). Within a second of the
+   * revoked key or a disabled customer answers in the documented order (401/403 before 429); and
+   * the 429 carries the quota headers of an identified key (docs/reference/keys-and-modes.md#response-headers). Within a second of the
    * key's last refusal both are taken from that refusal (a revocation is seen a second late at
    * most, and answered 429 meanwhile: refused either way).
    */
@@ -165,9 +165,9 @@ function keyOf(request: FastifyRequest) {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Count the request in the key's read budget (contract 13.8, core/limits/read-budget.ts). */
+    /** Count the request in the key's read budget (docs/reference/limits.md#read-budget, core/limits/read-budget.ts). */
     readLimit?: boolean;
-    /** Count the request in its customer-and-mode limit (contract 13.8). */
+    /** Count the request in its customer-and-mode limit (docs/reference/limits.md#per-customer-limits). */
     customerLimit?: CustomerLimit;
   }
 }

@@ -1,4 +1,4 @@
-// Activator calls by result and latency, and the circuit breaker's state (contract 12.8): a
+// Activator calls by result and latency, and the circuit breaker's state (docs/reference/running.md#metrics): a
 // decorator around any Activator, so neither the sandbox nor the http client knows about metrics.
 
 import type { BreakerState } from '../activators/circuit-breaker.ts';

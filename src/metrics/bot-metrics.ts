@@ -1,4 +1,4 @@
-// The chat bot's series (contract 14.1): updates by kind, replies sent, and Bot API errors by
+// The chat bot's series (docs/reference/bot.md#running-the-bot): updates by kind, replies sent, and Bot API errors by
 // method. Kinds and methods are closed sets (Telegram's update fields and the methods the bot
 // calls), never a user, chat or text.
 import { Counter, type Registry } from 'prom-client';

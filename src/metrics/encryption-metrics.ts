@@ -1,8 +1,8 @@
-// Key rotation in the metrics (contract 13.9): whether a rotation runs, toward which key id, and
+// Key rotation in the metrics (docs/reference/operators-and-audit.md#encryption-key-rotation): whether a rotation runs, toward which key id, and
 // how many rows it has rewritten, read from the one row of encryption_rotation at scrape time
 // (cheap: the per-key row counts, a scan of every ciphertext, are GET /admin/v1/encryption's).
 import { Gauge, type Registry } from 'prom-client';
-import { rotationProgress } from '../core/crypto/rotation.ts';
+import { rotationProgress } from '../core/sweeper/rotation.ts';
 import type { Queryable } from '../db/database.ts';
 
 export function registerEncryptionMetrics(registers: Registry[], db: Queryable, prefix: string): void {

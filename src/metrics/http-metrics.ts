@@ -1,4 +1,4 @@
-// Request counts and latency of one listener, by route pattern and status (contract 12.8).
+// Request counts and latency of one listener, by route pattern and status (docs/reference/running.md#metrics).
 import type { FastifyInstance } from 'fastify';
 import type { Listener, Metrics } from './registry.ts';
 

@@ -1,4 +1,4 @@
-// The Prometheus metrics of one process (contract 12.8): every series is defined here, in one
+// The Prometheus metrics of one process (docs/reference/running.md#metrics): every series is defined here, in one
 // registry made at start and passed through the app context, never a module-level global (two
 // apps in one test process must not see each other's counts).
 //

@@ -1,10 +1,10 @@
-// The two series every answered HTTP request adds to (contract 12.8): requests by listener,
+// The two series every answered HTTP request adds to (docs/reference/running.md#metrics): requests by listener,
 // method, route pattern and status, and their duration histogram. Counted here in one plain record
 // per label set and read by prom-client's registry at a scrape, in the shape its own Counter and
-// Histogram give it (test/request-series.test.ts holds the two texts equal). Why not prom-client's
+// Histogram give it (test/requests/request-series.test.ts holds the two texts equal). Why not prom-client's
 // own classes: their inc and observe check and hash the label set on every call, and under
 // GET /v1/me that was 8–10 µs of CPU a request in the gateway's profile, a third of what the
-// gateway costs over its ceiling (issue 35, bench/history.md). Every other series stays
+// gateway costs over its ceiling (bench/history.md). Every other series stays
 // prom-client's.
 import type { Registry } from 'prom-client';
 

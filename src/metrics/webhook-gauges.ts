@@ -1,4 +1,4 @@
-// Webhook backlog gauges (contract 12.8 and 13.8), read from the database at scrape time
+// Webhook backlog gauges (docs/reference/running.md#metrics, docs/reference/webhooks-and-events.md#fair-delivery), read from the database at scrape time
 // (webhookBacklog, core/webhooks/backlog.ts). No customer is a label: the series stay a closed set.
 import { Gauge, type Registry } from 'prom-client';
 import { type WebhookBacklog, webhookBacklog } from '../core/webhooks/backlog.ts';

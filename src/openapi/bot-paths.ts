@@ -1,4 +1,4 @@
-// POST /bot/updates (contract 14.1): Telegram's webhook delivery of the chat bot's updates, on the
+// POST /bot/updates (docs/reference/bot.md#running-the-bot): Telegram's webhook delivery of the chat bot's updates, on the
 // public listener, authenticated by Telegram's secret header instead of an API key.
 import { errorResponses, headersFor, json, type Op } from './operations.ts';
 
@@ -14,7 +14,9 @@ export function botPaths() {
         description:
           'Accepted only with `X-Telegram-Bot-Api-Secret-Token` equal to BOT_WEBHOOK_SECRET (otherwise 401, ' +
           'nothing processed). The update is acted on at most once (by its `update_id`) before the answer. ' +
-          '404 when the bot is off or polls.',
+          '404 when the bot is off or polls. 400 bad_request for a body that is not an update where the bot ' +
+          'reads it (no integer `update_id`; a message that is not an object or lacks its chat; a callback ' +
+          'query without its sender), nothing acted on.',
         security: [{ telegramSecret: [] }],
         requestBody: {
           required: true,

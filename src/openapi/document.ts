@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 document of the public API (contract section 12.9), built once from the body
+// The OpenAPI 3.1 document of the public API (docs/reference/running.md#served-documentation), built once from the body
 // schemas in schemas.ts and the constants the code uses. GET /v1/openapi.json serves it, GET
 // /docs renders it, and the test suite checks every public response against it.
 import { API_VERSION } from '../http/headers.ts';
@@ -38,7 +38,7 @@ function buildDocument() {
     paths: {
       ...corePaths(),
       ...botPaths(),
-      // The event log and statements (contract 13.6, 13.7).
+      // The event log and statements (docs/reference/webhooks-and-events.md#the-event-log, docs/reference/statements.md#the-answer).
       ...eventPaths({ json, headersFor, errorResponses }),
       ...statementPaths({ json, headersFor, errorResponses }),
     },

@@ -1,5 +1,5 @@
 // One request and response example per operation, shown by GET /docs. The test suite checks each
-// example response against the document (test/docs.test.ts), so an example cannot drift from
+// example response against the document (test/docs/docs.test.ts), so an example cannot drift from
 // the shapes the service answers with.
 
 export interface OperationExample {

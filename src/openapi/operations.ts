@@ -85,7 +85,7 @@ export function headersFor(op: Op, status: number, extra: { required?: string[];
   for (const h of EVERY) out[h] = ref(h);
   // The key is identified on every answer but 401 and those answered before authentication.
   const identified = op.auth && ![400, 401, 408, 413, 500, 503].includes(status);
-  // A 429 of the unknown-key limit (contract 13.8) is answered before any key is identified.
+  // A 429 of the unknown-key limit (docs/reference/limits.md#unknown-key-floods) is answered before any key is identified.
   const sure = identified && status !== 429;
   for (const h of ACCOUNT) out[h] = op.auth && sure ? ref(h) : op.auth ? optional(h) : undefined;
   // The burst slot is taken after authorization: a 403 comes before it.
@@ -105,7 +105,7 @@ export const EVERY_ERROR = ['bad_request', 'request_timeout', 'internal', 'unava
 /** The error responses of an operation, one per status, each with its closed list of error_codes. */
 export function errorResponses(op: Op) {
   // Every keyed operation may answer rate_limited: the unknown-key limit per client address
-  // (contract 13.8), besides its own limit (the burst limit, the read budget, registrations).
+  // (docs/reference/limits.md#read-budget), besides its own limit (the burst limit, the read budget, registrations).
   const codes = [
     ...new Set([...EVERY_ERROR, ...(op.auth ? [...AUTH_401, 'rate_limited'] : []), ...op.errors]),
   ];

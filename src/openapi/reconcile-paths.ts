@@ -1,4 +1,4 @@
-// The OpenAPI paths and schemas of what a merchant reconciles with (contract 13.6 and 13.7):
+// The OpenAPI paths and schemas of what a merchant reconciles with (docs/reference/webhooks-and-events.md#the-event-log, docs/reference/statements.md#reconciliation):
 // the webhook event log with redelivery, and statements (JSON or CSV). document.ts hands its
 // response helpers in, so this file needs none of its code at run time.
 

@@ -1,5 +1,5 @@
 // JSON Schemas (2020-12, as OpenAPI 3.1 uses them) of every public request and response body.
-// The routes validate by hand in the contract's order (a JSON Schema validator would answer in
+// The routes validate by hand in the documented order (a JSON Schema validator would answer in
 // its own order and with one error code), so these schemas are written here, beside the
 // document that publishes them, from the constants the code itself uses (limits, formats, the
 // catalog, the error table). The test suite checks every response it receives against them,
@@ -25,8 +25,8 @@ export type { JsonSchema } from './primitives.ts';
 import type { JsonSchema } from './primitives.ts';
 
 /**
- * Codes only the admin listener answers (contract 13.1 and 13.5), so not in this reference of the
- * public API. (`conflict` is public: POST /v1/events/{id}/redeliver answers it, contract 13.6.)
+ * Codes only the admin listener answers (docs/reference/operators-and-audit.md#operators-and-roles, docs/reference/operators-and-audit.md#the-admin-door), so not in this reference of the
+ * public API. (`conflict` is public: POST /v1/events/{id}/redeliver answers it, docs/reference/webhooks-and-events.md#redelivery.)
  */
 const ADMIN_ONLY_ERRORS = new Set(['forbidden', 'misdirected_request']);
 
@@ -124,7 +124,7 @@ export const RedeemResult = redeemResult(false);
 /** An async job's result: the same shape plus job_id (GET /v1/jobs/{id}, redeem.completed). */
 export const JobResult = redeemResult(true);
 
-/** The error body of specification 2.1, with error_code limited to `codes` when given. */
+/** The error body of docs/reference/keys-and-modes.md#the-error-body, with error_code limited to `codes` when given. */
 export function errorBody(codes?: readonly string[]): JsonSchema {
   return {
     type: 'object',

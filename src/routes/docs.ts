@@ -1,4 +1,4 @@
-// GET /docs (contract section 12.9): the HTML reference of the public API, rendered on the server
+// GET /docs (docs/reference/running.md#served-documentation): the HTML reference of the public API, rendered on the server
 // from the OpenAPI document, with its stylesheet. No key. The Content-Security-Policy allows
 // nothing but the service's own stylesheet: no script, no font, no outside address.
 import type { FastifyInstance } from 'fastify';

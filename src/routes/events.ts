@@ -1,4 +1,4 @@
-// The merchant's webhook event log (contract 13.6): GET /v1/events (newest first, filters,
+// The merchant's webhook event log (docs/reference/webhooks-and-events.md#the-event-log): GET /v1/events (newest first, filters,
 // cursor paging), GET /v1/events/{id} (with the payload's data) and POST /v1/events/{id}/redeliver
 // (one extra attempt, queued and sent by the webhook worker). The caller's customer and mode
 // only: every other event is 404. Not billed.

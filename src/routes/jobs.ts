@@ -1,8 +1,8 @@
-// GET /v1/jobs/{id} (contract section 4): any state of an async job of the caller's customer and
+// GET /v1/jobs/{id} (docs/reference/jobs.md#the-job-record): any state of an async job of the caller's customer and
 // mode; every other id is 404 (no existence leak). Not billed. One statement answers it: the job
 // with its codes, the key's revocation and the customer's account (so a key cached by the auth
 // hook is checked again here, and the quota headers come from the same row). The read budget
-// (contract 13.8) is counted before, in memory (core/limits/read-budget.ts).
+// (docs/reference/limits.md#read-budget) is counted before, in memory (core/limits/read-budget.ts).
 import type { FastifyInstance } from 'fastify';
 import { accountStateFrom, today } from '../core/accounts/accounts.ts';
 import type { AppContext } from '../core/context.ts';

@@ -1,7 +1,7 @@
-// GET /v1/me: the account record of specification 2.3 for the calling key's mode. Not billed.
+// GET /v1/me: the account record of docs/reference/billing-and-quota.md#the-account-record for the calling key's mode. Not billed.
 // One statement answers it: the account, with the key's revocation and the customer's state, so a
 // key cached by the auth hook is checked again here, and the quota headers come from the same row;
-// the read is counted in the key's read budget (contract 13.8) before, in memory
+// the read is counted in the key's read budget (docs/reference/limits.md#read-budget) before, in memory
 // (core/limits/read-budget.ts).
 import type { FastifyInstance } from 'fastify';
 import { loadKeyAccountState, meView, today } from '../core/accounts/accounts.ts';

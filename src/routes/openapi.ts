@@ -1,4 +1,4 @@
-// GET /v1/openapi.json (contract section 12.9): the OpenAPI 3.1 document of the public API. No key.
+// GET /v1/openapi.json (docs/reference/running.md#served-documentation): the OpenAPI 3.1 document of the public API. No key.
 import type { FastifyInstance } from 'fastify';
 import { openApiJson } from '../openapi/document.ts';
 

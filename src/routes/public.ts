@@ -24,7 +24,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: ServerContext, k
   registerEventRoutes(app, ctx);
   registerStatementRoutes(app, ctx);
   registerBotUpdateRoutes(app, ctx);
-  // The API reference (contract 12.9): the OpenAPI document and its HTML rendering, no key.
+  // The API reference (docs/reference/running.md#served-documentation): the OpenAPI document and its HTML rendering, no key.
   registerOpenApiRoutes(app);
   registerDocsRoutes(app);
 }

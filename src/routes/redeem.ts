@@ -1,4 +1,4 @@
-// POST /v1/redeem (contract section 3): validation in the contract's order, then one call into
+// POST /v1/redeem (docs/reference/redeem.md#validation-order): validation in the documented order, then one call into
 // core (core/redeem/answer.ts). The key's re-check and its burst slot are taken by that call's
 // first statement; a request refused before it gets them from KeyChecks.settle first.
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -28,7 +28,7 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
         const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
         if (request.invalidJson) throw new ApiError('bad_request', 'body is not valid JSON');
         const parsed = parseRedeemRequest(request.body);
-        // The input rule of every route, after the contract's own order of the redeem checks.
+        // The input rule of every route, after the documented order of the redeem checks.
         assertStorableInput(request);
         input = {
           idempotencyKey,
@@ -37,7 +37,7 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
           requestId: request.id,
         };
       } catch (err) {
-        // Authentication and the burst limit come before these answers (contract section 3).
+        // Authentication and the burst limit come before these answers (docs/reference/redeem.md#the-request).
         await keyChecks.settle(request, reply);
         throw err;
       }
@@ -50,7 +50,7 @@ export function registerRedeemRoutes(app: FastifyInstance, ctx: AppContext, keyC
       });
       let answer = await answerRedeem(ctx, caller, { ...input, checks: checks() });
       if (answer.kind === 'recheck') {
-        // Revoked or disabled since this process cached the key: answered in the contract's order.
+        // Revoked or disabled since this process cached the key: answered in the documented order.
         await keyChecks.identify(request, reply);
         answer = await answerRedeem(ctx, caller, { ...input, checks: checks() });
         if (answer.kind === 'recheck')

@@ -1,4 +1,4 @@
-// GET /v1/statements (contract 13.7): the caller's statement per UTC day, JSON or, with
+// GET /v1/statements (docs/reference/statements.md#the-answer): the caller's statement per UTC day, JSON or, with
 // `Accept: text/csv`, CSV as an attachment. Scope `read`, the key's mode, not billed.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';

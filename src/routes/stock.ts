@@ -1,4 +1,4 @@
-// GET /v1/stock (contract section 8): the calling key's stock in its mode, every catalog category
+// GET /v1/stock (docs/reference/redeem.md#stock): the calling key's stock in its mode, every catalog category
 // listed, zero counts included. Needs the `read` scope. Not billed.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../core/context.ts';

@@ -1,4 +1,4 @@
-// POST /v1/webhook (contract section 7): registers or replaces the caller's webhook for its
+// POST /v1/webhook (docs/reference/webhooks-and-events.md#registration): registers or replaces the caller's webhook for its
 // key's mode. Not billed. There is no GET: the secret is shown only in this answer.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../core/context.ts';

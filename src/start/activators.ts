@@ -1,4 +1,4 @@
-// The activators of the process (contract section 9): test keys always get the sandbox; live keys
+// The activators of the process (docs/reference/redeem.md#activators): test keys always get the sandbox; live keys
 // get the http activator when ACTIVATOR=http, else the sandbox too. Each call is counted through a
 // metrics decorator.
 import type { Logger } from 'pino';

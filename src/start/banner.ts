@@ -1,7 +1,7 @@
 // What `npm start` prints once listening: where everything is, and the demo key when one was made.
 import { join } from 'node:path';
+import { DEMO_STOCK_PER_CATEGORY } from '../core/demo/seed.ts';
 import type { Database } from '../db/database.ts';
-import { DEMO_STOCK_PER_CATEGORY } from './demo.ts';
 import { ADMIN_TOKEN_FILE } from './secrets.ts';
 
 export function announce(a: {

@@ -15,7 +15,7 @@ export class DatabaseUnreachableError extends Error {
 
 /**
  * PostgreSQL unreachable at start: one clear line and a non-zero exit (the supervisor restarts the
- * process); once running, losing the database never stops it (contract 12.3).
+ * process); once running, losing the database never stops it (docs/reference/running.md#database-loss).
  */
 export async function openServiceDatabase(
   config: Config,
@@ -52,7 +52,7 @@ export async function openServiceDatabase(
   });
   try {
     // On PostgreSQL itself when DATABASE_URL is a transaction pooler (DATABASE_DIRECT_URL).
-    const applied = await migrateDirect(config, db);
+    const applied = await migrateDirect(config, db, (line) => logger.warn(line));
     if (applied.length) logger.info({ applied }, 'migrations applied');
     return db;
   } catch (err) {

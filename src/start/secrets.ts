@@ -1,4 +1,4 @@
-// The secrets of the data directory (contract 12.7): the admin token and the code encryption key,
+// The secrets of the data directory (docs/reference/running.md#safe-configuration): the admin token and the code encryption key,
 // from the environment or from files made on first start, readable by this user only.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ export const ADMIN_TOKEN_FILE = 'admin-token';
 export const ENCRYPTION_KEY_FILE = 'code-encryption.key';
 
 /**
- * Creates a directory of the data directory readable by this user only (0700, contract 12.7):
+ * Creates a directory of the data directory readable by this user only (0700, docs/reference/running.md#safe-configuration):
  * it holds the embedded database, the admin token and the code encryption key. An existing
  * directory is left as the operator made it.
  */
@@ -25,7 +25,7 @@ export class SharedDataDirError extends Error {
 }
 
 /**
- * Refuses a directory of the data directory that others can read or write (issue 35): PGlite
+ * Refuses a directory of the data directory that others can read or write: PGlite
  * writes its files 0666 and relies on the directory's 0700, which ensurePrivateDir sets only on a
  * directory it creates, so a pre-made one open to others would expose every code and secret. A
  * missing directory passes (it is created 0700).
@@ -58,7 +58,7 @@ export function loadSecrets(
     config.ADMIN_TOKEN ??
     readOrCreateSecret(dataDir, ADMIN_TOKEN_FILE, () => `adm_${randomBytes(24).toString('base64url')}`);
 
-  // A keyring (contract 13.9): the first key encrypts, every listed key decrypts.
+  // A keyring (docs/reference/operators-and-audit.md#encryption-key-rotation): the first key encrypts, every listed key decrypts.
   const codeKey = loadKeyring(
     config.CODE_ENCRYPTION_KEY ??
       readOrCreateSecret(dataDir, ENCRYPTION_KEY_FILE, () => randomBytes(32).toString('base64')),

@@ -3,12 +3,12 @@
 import type { Config } from '../config.ts';
 import { type BackgroundLoop, startBackgroundLoop } from '../core/background-loop.ts';
 import type { AppContext } from '../core/context.ts';
-import { startRotationLoop } from '../core/crypto/rotation.ts';
 import { INSTANCE_ID, SWEEP_MS } from '../core/instance.ts';
 import { recoverOrphanedJobs } from '../core/jobs/recovery.ts';
 import { type JobWorker, startJobWorker } from '../core/jobs/worker.ts';
 import { redeemJobRunner } from '../core/redeem/job-runner.ts';
 import { sweepOnce } from '../core/sweeper/passes.ts';
+import { startRotationLoop } from '../core/sweeper/rotation.ts';
 import { startWebhookWorker, type WebhookWorker } from '../core/webhooks/worker.ts';
 import { type Listener, processApplicationName, startListener } from '../db/listener.ts';
 import { directUrl } from '../db/pool-mode.ts';
@@ -35,7 +35,7 @@ export async function startWorkers(ctx: AppContext, config: Config): Promise<Wor
   let worker: JobWorker | undefined;
   let webhookWorker: WebhookWorker | undefined;
   let listener: Listener | undefined;
-  // Re-encryption under the first key of the ring, when a rotation was asked for (contract 13.9).
+  // Re-encryption under the first key of the ring, when a rotation was asked for (docs/reference/operators-and-audit.md#encryption-key-rotation).
   const rotation = startRotationLoop(ctx, {
     batch: config.ENCRYPTION_ROTATION_BATCH,
     pauseMs: config.ENCRYPTION_ROTATION_PAUSE_MS,

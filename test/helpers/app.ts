@@ -2,7 +2,8 @@
 // logger whose lines are kept for assertions. Fixtures go through the admin API, as an operator.
 
 import { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { createSandboxActivator } from '../../src/activators/sandbox.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../../src/core/clock.ts';
@@ -31,17 +32,17 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(
-  opts: {
-    env?: Record<string, string>;
-    clock?: ManualClock;
-    sandboxSlowMs?: number;
-    /** Run the async job worker (default true). */
-    jobWorker?: boolean;
-    /** Connections of the PostgreSQL pool (hot-path-cost counts one connection's commits). */
-    poolMax?: number;
-  } = {},
-): Promise<TestApp> {
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  clock?: ManualClock;
+  sandboxSlowMs?: number;
+  /** Run the async job worker (default true). */
+  jobWorker?: boolean;
+  /** Connections of the PostgreSQL pool (hot-path-cost counts one connection's commits). */
+  poolMax?: number;
+}
+
+export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const testDb = await openTestDatabase({ poolMax: opts.poolMax });
   const logs: string[] = [];
   const sink = new Writable({
@@ -97,6 +98,19 @@ export async function createTestApp(
   };
 }
 
+/**
+ * One test app for the file (or the describe block this is called in): made before its tests,
+ * handed to `ready` (which keeps it, and may add fixtures), closed after them.
+ */
+export function useTestApp(opts: TestAppOptions, ready: (t: TestApp) => void | Promise<void>): void {
+  let app: TestApp | undefined;
+  beforeAll(async () => {
+    app = await createTestApp(opts);
+    await ready(app);
+  });
+  afterAll(() => app?.close());
+}
+
 /** Calls the admin API as the operator; fails the test on an unexpected status. */
 export async function adminCall<T = Record<string, unknown>>(
   t: TestApp,
@@ -105,7 +119,7 @@ export async function adminCall<T = Record<string, unknown>>(
   payload?: unknown,
   expectStatus = method === 'POST' && /\/(customers|keys)$/.test(url) ? 201 : 200,
 ): Promise<T> {
-  // Wallet writes need an Idempotency-Key (contract 13.3); a fixture's top-up is a new one each time.
+  // Wallet writes need an Idempotency-Key (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments); a fixture's top-up is a new one each time.
   const idempotency = /\/wallet\/(topup|adjust)$/.test(url)
     ? { 'idempotency-key': `fixture-${Math.random().toString(36).slice(2)}` }
     : {};
@@ -141,16 +155,45 @@ export interface Merchant {
   keyPrefix: string;
 }
 
+/** A fresh customer, nothing else: no plan, no key, empty wallets. */
+export async function createCustomer(t: TestApp, name = `customer ${Math.random().toString(36).slice(2)}`) {
+  return (await adminCall<{ customer_id: number }>(t, 'POST', '/admin/v1/customers', { name })).customer_id;
+}
+
+/** A GET on the admin listener, as the operator unless the headers say otherwise; the answer unchecked. */
+export const adminGet = (t: TestApp, url: string, headers: Record<string, string> = {}) =>
+  t.admin.inject({ method: 'GET', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers } });
+
+/** A GET on the public API with a key (and from an address, if given); the answer unchecked. */
+export const merchantGet = (t: TestApp, url: string, key: string, remoteAddress?: string) =>
+  t.api.inject({ method: 'GET', url, headers: bearer(key), ...(remoteAddress ? { remoteAddress } : {}) });
+
+/** An error answer, whole: status, body and its request id (the message, when given). */
+export function expectErrorAnswer(
+  res: LightMyRequestResponse,
+  status: number,
+  code: string,
+  message?: string | RegExp,
+) {
+  expect({ status: res.statusCode, body: res.json() }).toEqual({
+    status,
+    body: {
+      ok: false,
+      error_code: code,
+      message:
+        message === undefined
+          ? expect.any(String)
+          : typeof message === 'string'
+            ? message
+            : expect.stringMatching(message),
+      request_id: res.headers['x-request-id'],
+    },
+  });
+}
+
 /** A fresh customer with (by default) a plan of 100 included requests at $0.01 and a test key. */
 export async function createMerchant(t: TestApp, spec: MerchantSpec = {}): Promise<Merchant> {
-  const { customer_id: customerId } = await adminCall<{ customer_id: number }>(
-    t,
-    'POST',
-    '/admin/v1/customers',
-    {
-      name: `merchant ${Math.random().toString(36).slice(2)}`,
-    },
-  );
+  const customerId = await createCustomer(t, `merchant ${Math.random().toString(36).slice(2)}`);
   const plan = spec.plan === undefined ? { daily_limit: 100, per_request_usd: '0.01' } : spec.plan;
   if (plan) {
     await adminCall(t, 'PUT', `/admin/v1/customers/${customerId}/plan`, {

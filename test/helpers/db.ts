@@ -9,6 +9,8 @@ import { type Database, openPglite, openPostgres } from '../../src/db/database.t
 import { migrate } from '../../src/db/migrate.ts';
 
 export const onPostgres = Boolean(process.env.DATABASE_URL);
+/** On a Citus coordinator (global-setup found its workers): the customer tables are sharded. */
+export const onCitus = onPostgres && inject('citusWorkers').length > 0;
 
 export interface TestDatabase {
   db: Database;

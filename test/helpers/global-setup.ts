@@ -9,12 +9,11 @@ import pg from 'pg';
 import { ensureBuilt } from '../../bin/build.js';
 import { openPglite, openPostgres } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { migrateAndPlace } from '../../src/db/migrate-direct.ts';
+import { citusWorkers, closeTemplate, makeCitusDatabase, onEveryNode } from './citus-nodes.ts';
+import { databaseUrl } from './database-url.ts';
 
-export function databaseUrl(base: string, name: string): string {
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
+export { databaseUrl };
 
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
   // Server processes run the compiled build (bin/redeem-gateway.js): built once here, before
@@ -27,16 +26,32 @@ export default async function setup({ provide }: { provide: (key: string, value:
     const template = `rgtest_${process.pid}_${Date.now().toString(36)}`;
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
-    await admin.query(`create database ${template}`);
+    // On a Citus coordinator the template is a database on every node, its tables distributed.
+    const workers = await citusWorkers(admin);
+    if (workers) await makeCitusDatabase(base, workers, template);
+    else await admin.query(`create database ${template}`);
     const db = await openPostgres(databaseUrl(base, template), { poolMode: 'session' });
     try {
-      await migrate(db);
+      await migrateAndPlace(db);
     } finally {
       await db.close();
     }
+    if (workers) await closeTemplate(base, workers, template);
     provide('pgliteTemplate', '');
     provide('pgTemplate', template);
+    provide('citusWorkers', workers ?? []);
     return async () => {
+      if (workers) {
+        // Every node's copies: the template and what a crashed run left behind.
+        const left = await admin.query<{ datname: string }>(
+          `select datname from pg_database where datname like $1`,
+          [`${template}%`],
+        );
+        for (const { datname } of left.rows)
+          await onEveryNode(base, workers, `drop database if exists ${datname} with (force)`);
+        await admin.end();
+        return;
+      }
       // The template and any per-file database a crashed run left behind.
       const left = await admin.query<{ datname: string }>(
         `select datname from pg_database where datname like $1`,
@@ -53,6 +68,7 @@ export default async function setup({ provide }: { provide: (key: string, value:
   await db.close();
   provide('pgliteTemplate', dir);
   provide('pgTemplate', '');
+  provide('citusWorkers', []);
   return () => rmSync(dir, { recursive: true, force: true });
 }
 
@@ -60,5 +76,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     pgliteTemplate: string;
     pgTemplate: string;
+    /** The Citus workers when DATABASE_URL is a coordinator, else empty. */
+    citusWorkers: { host: string; port: number }[];
   }
 }

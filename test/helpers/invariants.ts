@@ -1,5 +1,5 @@
 // The invariants a quiet database must satisfy after any mix of redeems, upstream faults and
-// process kills (contract sections 2, 3, 4 and 9). Read straight from the tables with SQL, never
+// process kills (docs/reference/billing-and-quota.md#billing-a-redeem, docs/reference/redeem.md#the-request, docs/reference/jobs.md#interrupted-jobs, docs/reference/redeem.md#activators). Read straight from the tables with SQL, never
 // through the service's own code, so a bug in the service cannot hide itself. Call it only when
 // no job is queued or running and the quarantine check has had its say.
 //
@@ -20,7 +20,7 @@ export interface KnownCode {
 }
 
 /**
- * Wallet top-ups made from the chat bot, as the test sent them (contract 14.5). With this, every
+ * Wallet top-ups made from the chat bot, as the test sent them (docs/reference/bot.md#top-ups). With this, every
  * `topup` ledger entry must be one of: an operator's top-up (its audit row), a test top-up the
  * chat sent (each credited at most once, exactly once when the bot confirmed it), or the credit
  * of an approved (or paid) top-up request.
@@ -38,7 +38,7 @@ export interface InvariantReport {
   violations: string[];
   counts: Record<string, number | Record<string, number>>;
   /**
-   * Worth knowing, not wrong by the contract (printed, never asserted). A caller code sent twice,
+   * Worth knowing, not wrong by the rules (printed, never asserted). A caller code sent twice,
    * once activated and once lost (quarantined, then settled used because the upstream has it
    * redeemed), is billed twice: once per attempt, as it would be had the lost attempt come back
    * code_used. Stock codes never are: a stock code is held out of stock while quarantined.
@@ -52,7 +52,7 @@ interface Job {
   mode: string;
   status: string;
   source: string;
-  /** `api`, or `bot` for a manual redeem from the chat (contract 14.4): no hold, no bill. */
+  /** `api`, or `bot` for a manual redeem from the chat (docs/reference/bot.md#commands): no hold, no bill. */
   channel: 'api' | 'bot';
   idempotencyKey: string;
   playerId: string;
@@ -94,7 +94,7 @@ interface StockCode {
 const BILLED = new Set(['activated', 'code_used', 'invalid_code']);
 const accountKey = (customerId: number, mode: string) => `${customerId}/${mode}`;
 
-/** The dispositions contract section 3 allows for a status and source. */
+/** The dispositions docs/reference/redeem.md#dispositions allows for a status and source. */
 function allowedDispositions(status: string, source: string): string[] {
   const kept = source === 'stock' ? 'returned' : 'kept';
   switch (status) {
@@ -183,7 +183,7 @@ export async function checkInvariants(
       if (r.state !== 'done') continue;
       if (r.status === null || !allowedDispositions(r.status, j.source).includes(r.disposition ?? ''))
         v(`job ${j.id}#${r.position}: status ${r.status} with disposition ${r.disposition} (${j.source})`);
-      // A bot redeem bills nothing (contract 14.4): every outcome is recorded unbilled.
+      // A bot redeem bills nothing (docs/reference/bot.md#commands): every outcome is recorded unbilled.
       if (r.billed !== (j.channel === 'api' && BILLED.has(r.status ?? '')))
         v(`job ${j.id}#${r.position} (${j.channel}): status ${r.status} with billed ${r.billed}`);
       if (r.settlement !== null && (r.disposition !== 'quarantined' || r.reused))
@@ -199,7 +199,7 @@ export async function checkInvariants(
       (r) => r.state === 'pending' || (r.state === 'done' && r.billed === false),
     ).length;
     if (j.channel === 'bot') {
-      // Outside the API quota (contract 14.4): nothing held, so nothing captured or released,
+      // Outside the API quota (docs/reference/bot.md#commands): nothing held, so nothing captured or released,
       // no rate, and a settlement never counts as a request (below).
       if (j.rateMicros !== 0 || hold !== 0 || captured !== 0 || released !== 0)
         v(
@@ -214,7 +214,7 @@ export async function checkInvariants(
       v(`job ${j.id}: open hold (held ${hold}, captured ${captured}, released ${released})`);
     if (captured !== billed) v(`job ${j.id}: captured ${captured} holds for ${billed} billed outcomes`);
     if (released !== refunded) v(`job ${j.id}: released ${released} holds for ${refunded} refunded outcomes`);
-    // Contract section 2: min(B, I) from the include, max(0, B - I) from the wallet.
+    // docs/reference/billing-and-quota.md#billing-a-redeem: min(B, I) from the include, max(0, B - I) from the wallet.
     if (
       j.capturedIncluded !== Math.min(billed, j.holdIncluded) ||
       j.capturedWallet !== Math.max(0, billed - j.holdIncluded)
@@ -230,7 +230,7 @@ export async function checkInvariants(
     settledUsedOf.set(j.id, own.filter((r) => r.settlement === 'used').length);
   }
 
-  // --- Bot redeems (contract 14.4): each bot job started by one pressed confirmation, of its
+  // --- Bot redeems (docs/reference/bot.md#commands): each bot job started by one pressed confirmation, of its
   // account and player; a confirmation started at most one job; no webhook event for a bot job. ---
   const confirmations = (
     await db.query<{
@@ -273,7 +273,7 @@ export async function checkInvariants(
   }
   const botEvents = (
     await db.query<{ jobId: string; n: number }>(
-      `select e.job_id as "jobId", count(*)::int as n from webhook_events e join jobs j on j.id = e.job_id
+      `select e.job_id as "jobId", count(*)::int as n from webhook_events e join jobs j on j.customer_id = e.customer_id and j.id = e.job_id
         where j.channel <> 'api' group by e.job_id`,
     )
   ).rows;
@@ -365,7 +365,7 @@ export async function checkInvariants(
          from wallet_ledger order by id`,
     )
   ).rows;
-  // An operator's top-up or adjustment has exactly one audit row, of its request (contract 13.2).
+  // An operator's top-up or adjustment has exactly one audit row, of its request (docs/reference/operators-and-audit.md#audit-log).
   const audited = new Map<string, number>();
   for (const a of (
     await db.query<{ action: string; target: string; requestId: string }>(
@@ -376,7 +376,7 @@ export async function checkInvariants(
     const k = `${a.action}/${a.target}/${a.requestId}`;
     audited.set(k, (audited.get(k) ?? 0) + 1);
   }
-  // Top-ups from the chat (contract 14.5): requests, and the payments that credited them.
+  // Top-ups from the chat (docs/reference/bot.md#top-ups): requests, and the payments that credited them.
   const requests = new Map(
     (
       await db.query<{
@@ -433,7 +433,7 @@ export async function checkInvariants(
         const n = audited.get(`${action}/${e.id}/${e.requestId}`) ?? 0;
         if (n !== 1) v(`ledger ${e.id}: ${e.kind} by ${e.actor} has ${n} audit rows of its request`);
       }
-      // An adjustment never takes a wallet below zero (contract 13.3).
+      // An adjustment never takes a wallet below zero (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments).
       if (e.kind === 'adjustment' && e.amount < 0 && e.balanceAfter < 0)
         v(`ledger ${e.id}: an adjustment left the balance at ${e.balanceAfter}`);
       if (e.kind === 'topup') {
@@ -468,7 +468,7 @@ export async function checkInvariants(
       const j = e.reference ? jobById.get(e.reference) : undefined;
       if (!j) v(`ledger ${e.id}: a charge for ${e.reference}, which is no job`);
       else {
-        // Only an API job's capture or quarantine settlement charges (contract 14.4).
+        // Only an API job's capture or quarantine settlement charges (docs/reference/bot.md#commands).
         if (j.channel !== 'api') v(`ledger ${e.id}: a charge for ${j.channel} job ${j.id}`);
         if (j.customerId !== e.customerId || j.mode !== e.mode)
           v(`ledger ${e.id}: charge of ${k} for job ${j.id} of another account`);

@@ -1,4 +1,4 @@
-// Helpers of the operator tests (contract 13): an admin app that also lists its routes, operators
+// Helpers of the operator tests (docs/reference/operators-and-audit.md): an admin app that also lists its routes, operators
 // made through the API, and the audit rows a request left behind.
 import type { FastifyInstance, LightMyRequestResponse, RouteOptions } from 'fastify';
 import { buildAdminApp } from '../../src/http/admin-app.ts';

@@ -79,7 +79,7 @@ function checkFetchedResponses() {
       .clone()
       .text()
       .catch(() => null);
-    // A body cut off by a killed process is a transport failure, not a contract one.
+    // A body cut off by a killed process is a transport failure, not a broken rule.
     if (body !== null) {
       recordResponse({
         method,
@@ -139,7 +139,7 @@ async function startServerProcessOnce(opts: {
     ADMIN_PORT: String(adminPort),
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     LOG_LEVEL: 'warn',
-    // A keyring (contract 13.9): the processes write under TEST_CODE_KEY, and also read what a
+    // A keyring (docs/reference/operators-and-audit.md#encryption-key-rotation): the processes write under TEST_CODE_KEY, and also read what a
     // test app (helpers/app.ts, key 7…7) wrote to the same database, whose rows a start must
     // cover or it is refused.
     CODE_ENCRYPTION_KEY: `${TEST_CODE_KEY},${Buffer.alloc(32, 7).toString('base64')}`,
@@ -160,7 +160,6 @@ async function startServerProcessOnce(opts: {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   checkFetchedResponses();
-  publicUrls.add(url);
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -180,6 +179,9 @@ async function startServerProcessOnce(opts: {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  // Checked against the document only once it is ours: until the child binds the free port,
+  // another process may hold it (another test's admin listener answered 404 there once).
+  publicUrls.add(url);
   return {
     child,
     url,
@@ -204,7 +206,7 @@ export async function adminHttp<T = Record<string, unknown>>(
     headers: {
       authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
       'content-type': 'application/json',
-      // Wallet writes need an Idempotency-Key (contract 13.3); a fixture's is new each time.
+      // Wallet writes need an Idempotency-Key (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments); a fixture's is new each time.
       ...(/\/wallet\/(topup|adjust)$/.test(path) ? { 'idempotency-key': `fixture-${randomUUID()}` } : {}),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

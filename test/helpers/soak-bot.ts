@@ -1,4 +1,4 @@
-// The chat side of the soak (test/soak.test.ts): owners linked to the soak's customers act in
+// The chat side of the soak (test/ops/soak.test.ts): owners linked to the soak's customers act in
 // the chat while API clients redeem and the server is killed: manual redeems (their own codes,
 // codes API clients send too, packs= and uc= from stock) confirmed with Redeem (sometimes twice),
 // cancelled or left alone; /topup in test mode; live /topup requests that an operator approves

@@ -49,7 +49,7 @@ test('SIGKILL mid-job and restart: waitForJob throws JobInterruptedError with th
   expect(interrupted.codes).toHaveLength(5);
   for (const c of interrupted.codes) {
     expect(c).toMatchObject({ status: 'failed', disposition: 'quarantined', billed: false });
-    // A stock code keeps its last 4 characters whether shown in full or masked (contract 12.1).
+    // A stock code keeps its last 4 characters whether shown in full or masked (docs/reference/redeem.md#stock-codes-are-masked).
     expect(codes.some((x) => x.length === c.code.length && x.endsWith(c.code.slice(-4)))).toBe(true);
   }
 

@@ -1,6 +1,6 @@
-// /start, /help, /mode, /account and /stock (contract 14.2, 14.4): who the person is, the mode
+// /start, /help, /mode, /account and /stock (docs/reference/bot.md#links-and-roles, docs/reference/bot.md#commands): who the person is, the mode
 // they act in, and the same numbers GET /v1/me and GET /v1/stock answer a key of that mode.
-import type { Bot } from 'grammy';
+import { Composer } from 'grammy';
 import { accountView, loadAccountState, today } from '../../core/accounts/accounts.ts';
 import { bindWithToken, setBotUserMode } from '../../core/bot/links.ts';
 import { stockSummary } from '../../core/stock/stock.ts';
@@ -25,13 +25,13 @@ const BIND_REFUSALS = {
   disabled: 'This account is disabled. Ask your operator.',
 } as const;
 
-export function registerAccountCommands(bot: Bot<BotContext>) {
-  bot.command('start', start);
-  bot.command('help', help);
-  bot.command('mode', mode);
-  bot.command('account', account);
-  bot.command('stock', stock);
-}
+/** /start, /help, /mode, /account and /stock. */
+export const accountFeature = new Composer<BotContext>();
+accountFeature.command('start', start);
+accountFeature.command('help', help);
+accountFeature.command('mode', mode);
+accountFeature.command('account', account);
+accountFeature.command('stock', stock);
 
 /** `/start <token>` binds the person; `/start` alone (linked) is /help. */
 async function start(c: BotContext & { match: string }) {

@@ -1,10 +1,10 @@
-// /addstock <category> (contract 14.4): codes in the same message, or in a .txt/.csv document of
+// /addstock <category> (docs/reference/bot.md#commands): codes in the same message, or in a .txt/.csv document of
 // up to 4 MiB whose caption is the command, imported into the person's mode with the admin
 // import's rules (the same file reading, core/stock/import-lines.ts, and the same core call,
 // audited as telegram:<id>), in the update's own transaction. The reply names the rejected and
 // duplicate lines (at most 20, then a count); it and the log hold no code. The message that held
 // the codes leaves the chat by the one rule for codes (bot/codes-in-chat.ts).
-import type { Bot } from 'grammy';
+import { Composer } from 'grammy';
 import { telegramActor } from '../../core/bot/links.ts';
 import { CATEGORIES } from '../../core/stock/catalog.ts';
 import type { ImportIssue } from '../../core/stock/import-issues.ts';
@@ -27,20 +27,23 @@ export function codesInText(text: string): CodeLine[] {
 /** Issues named in a reply, at most; the rest are counted. */
 const LISTED_ISSUES = 20;
 
-export function registerAddStock(bot: Bot<BotContext>) {
-  bot.command('addstock', (c) => addStock(c, c.match, null));
-  bot.on('message:document', async (c) => {
-    const caption = c.message.caption ?? '';
-    const m = /^\/addstock(?:@\w+)?(?:\s+([\s\S]*))?$/.exec(caption.trim());
-    if (!m) {
-      // A file of codes without its command: it leaves the chat (the rule for codes) and is not read.
-      if ((await actOnce(c, 'addstock', async () => true)) !== null)
-        await c.reply(badInput('a file is read only with its caption /addstock <category>', EXAMPLE));
-      return;
-    }
-    await addStock(c, m[1] ?? '', c.message.document);
-  });
-}
+/**
+ * /addstock, and every document: a file is read only with its caption /addstock <category>; any
+ * other file is answered here and not read (a file of codes leaves the chat whatever it holds).
+ */
+export const addStockFeature = new Composer<BotContext>();
+addStockFeature.command('addstock', (c) => addStock(c, c.match, null));
+addStockFeature.on('message:document', async (c) => {
+  const caption = c.message.caption ?? '';
+  const m = /^\/addstock(?:@\w+)?(?:\s+([\s\S]*))?$/.exec(caption.trim());
+  if (!m) {
+    // A file of codes without its command: it leaves the chat (the rule for codes) and is not read.
+    if ((await actOnce(c, 'addstock', async () => true)) !== null)
+      await c.reply(badInput('a file is read only with its caption /addstock <category>', EXAMPLE));
+    return;
+  }
+  await addStock(c, m[1] ?? '', c.message.document);
+});
 
 async function addStock(
   c: BotContext,

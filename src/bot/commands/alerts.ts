@@ -1,23 +1,23 @@
-// /alerts (contract 14.6), owners only: shows the owner's alert settings, sets the live balance
+// /alerts (docs/reference/bot.md#alerts), owners only: shows the owner's alert settings, sets the live balance
 // threshold, or stops and restarts every alert for this owner. The alerts themselves are sent by
 // the loop in bot/index.ts (core/bot/alerts.ts decides them).
-import type { Bot } from 'grammy';
-import { alertSettings, setAlertSettings } from '../../core/bot/alerts.ts';
+import { Composer } from 'grammy';
+import { setAlertSettings } from '../../core/bot/alerts.ts';
 import { parseUsd } from '../../core/money.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
+import { ownerOnly } from '../guards.ts';
 import { badInput, labelled, usdText } from '../replies.ts';
-import { ownerOnly } from './wallet.ts';
 
 const EXAMPLE = '/alerts balance 5, /alerts balance off, /alerts off or /alerts on';
 
-export function registerAlerts(bot: Bot<BotContext>) {
-  bot.command('alerts', ownerOnly(alerts));
-}
+/** /alerts, owners only. */
+export const alertsFeature = new Composer<BotContext>();
+alertsFeature.command('alerts', ownerOnly, alerts);
 
 async function alerts(c: BotContext & { match: string }) {
   const person = personOf(c);
   const [what = '', value = ''] = c.match.trim().toLowerCase().split(/\s+/);
-  let change: { thresholdMicros?: number | null; off?: boolean } | null = null;
+  let change: { thresholdMicros?: number | null; off?: boolean } = {};
   if (what === 'off') change = { off: true };
   else if (what === 'on') change = { off: false };
   else if (what === 'balance' && value === 'off') change = { thresholdMicros: null };
@@ -34,10 +34,7 @@ async function alerts(c: BotContext & { match: string }) {
       await c.reply(badInput(`unknown setting "${what.slice(0, 20)}"`, EXAMPLE));
     return;
   }
-  const settings = await actOnce(c, 'alerts', async (tx) => {
-    if (change) await setAlertSettings(tx, person.id, change);
-    return alertSettings(tx, person.id);
-  });
+  const settings = await actOnce(c, 'alerts', (tx) => setAlertSettings(tx, person.id, change));
   if (!settings) return;
   await c.reply(
     [

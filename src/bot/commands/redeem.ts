@@ -1,24 +1,19 @@
-// /redeem (contract 14.4): the manual redeem. The request is validated as POST /v1/redeem is
-// (the same parser, the same order, then the stock it needs), shown with two buttons, and run by
-// the first press of Redeem as a job of channel `bot` (core/bot/redeems.ts). The progress loop
-// (bot/progress.ts) edits the message as codes finish and writes the end.
-import type { Bot } from 'grammy';
-import { InlineKeyboard } from 'grammy';
-import { loadAccountState, today } from '../../core/accounts/accounts.ts';
+// /redeem (docs/reference/bot.md#commands): the manual redeem. The request is validated as POST /v1/redeem is
+// (the same parser, the same order), then one core call checks the account and the stock it needs
+// and records the confirmation (prepareBotRedeem), which is shown with two buttons and run by the
+// first press of Redeem as a job of channel `bot` (pressConfirmation, core/bot/redeems.ts). The
+// progress loop (bot/progress.ts) edits the message as codes finish and writes the end.
+import { Composer, InlineKeyboard } from 'grammy';
 import {
-  botRedeemRefusal,
-  createConfirmation,
+  type BotRedeemAsk,
+  prepareBotRedeem,
   pressConfirmation,
-  type RedeemSummary,
   setConfirmationMessage,
 } from '../../core/bot/redeems.ts';
 import { ApiError } from '../../core/errors.ts';
-import { parseRedeemRequest, type RedeemRequest } from '../../core/redeem/request.ts';
-import { categoryUc } from '../../core/stock/catalog.ts';
-import { chooseForUc } from '../../core/stock/chooser.ts';
-import { availableCounts } from '../../core/stock/stock.ts';
+import { parseRedeemRequest } from '../../core/redeem/request.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
-import { inMode, labelled } from '../replies.ts';
+import { inMode, summaryLines } from '../replies.ts';
 
 const EXAMPLE =
   '/redeem 5123456789 CODE1 CODE2, /redeem 5123456789 uc=720 or /redeem 5123456789 packs=660x1,60x1';
@@ -50,64 +45,19 @@ export function redeemBody(args: string): Record<string, unknown> {
   return body;
 }
 
-/** What the confirmation shows, with the stock check of step 11 (no_stock) before anything is reserved. */
-async function summaryOf(c: BotContext, req: RedeemRequest): Promise<RedeemSummary> {
-  if (req.source === 'codes')
-    return { player_id: req.playerId, codes: req.codes.length, source: 'codes', uc: null, packs: null };
-  const person = personOf(c);
-  const available = await availableCounts(c.app.db, person.customerId, person.mode);
-  const picks = 'packs' in req ? req.packs : chooseForUc(req.uc, available);
-  if (!picks || picks.some((p) => (available[p.category] ?? 0) < p.count))
-    throw new ApiError('no_stock', 'not enough stock for this request; add codes with /addstock');
-  return {
-    player_id: req.playerId,
-    codes: picks.reduce((n, p) => n + p.count, 0),
-    source: 'stock',
-    uc: picks.reduce((n, p) => n + p.count * categoryUc(p.category), 0),
-    packs: picks.map((p) => ({ category: p.category, count: p.count })),
-  };
-}
-
-export function summaryLines(s: RedeemSummary): string {
-  const pairs: [string, string | number][] = [
-    ['player_id', s.player_id],
-    ['codes', s.codes],
-    ['source', s.source],
-  ];
-  if (s.uc !== null) pairs.push(['uc', s.uc]);
-  return labelled(pairs);
-}
-
-export function registerRedeem(bot: Bot<BotContext>) {
-  bot.command('redeem', askRedeem);
-  bot.callbackQuery(/^br:(br_[A-Za-z0-9]{1,40}):([rc])$/, (c) => pressed(c, c.match[1]!, c.match[2] === 'r'));
-  // Any other button (an old keyboard, a forged payload): answered, nothing done.
-  bot.on('callback_query:data', async (c) => {
-    if ((await actOnce(c, 'callback', async () => true)) !== null)
-      await c.answerCallbackQuery({ text: 'This button does nothing any more.' });
-  });
-}
+/**
+ * /redeem and the buttons of its confirmation (`br:<id>:r` and `br:<id>:c`), nothing else: any
+ * other button falls through to the fallback registered last (bot/fallbacks.ts).
+ */
+export const redeemFeature = new Composer<BotContext>();
+redeemFeature.command('redeem', askRedeem);
+redeemFeature.callbackQuery(/^br:(br_[A-Za-z0-9]{1,40}):([rc])$/, (c) =>
+  pressed(c, c.match[1]!, c.match[2] === 'r'),
+);
 
 /** `/redeem …`: validated, then shown with Redeem and Cancel; nothing is reserved yet. */
 async function askRedeem(c: BotContext & { match: string }) {
   const person = personOf(c);
-  const refuse = async (line: string) => {
-    if ((await actOnce(c, 'redeem', async () => true)) !== null) await c.reply(line);
-  };
-  let req: RedeemRequest;
-  let summary: RedeemSummary;
-  try {
-    req = parseRedeemRequest(redeemBody(c.match));
-    const refusal = botRedeemRefusal(
-      await loadAccountState(c.app.db, person.customerId, person.mode, today(c.app.clock)),
-      c.app.clock.now(),
-    );
-    if (refusal) return refuse(refusal);
-    summary = await summaryOf(c, req);
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    return refuse(`${err.code}: ${err.message}. Example: ${EXAMPLE}`);
-  }
   const caller = {
     botUserId: person.id,
     customerId: person.customerId,
@@ -115,16 +65,29 @@ async function askRedeem(c: BotContext & { match: string }) {
     telegramUserId: person.telegramUserId,
     chatId: c.chat!.id,
   };
-  const id = await actOnce(c, 'redeem', (tx) =>
-    createConfirmation(tx, c.app, caller, { playerId: req.playerId, selection: req, summary }),
-  );
-  if (!id) return;
-  const keyboard = new InlineKeyboard().text('Redeem', `br:${id}:r`).text('Cancel', `br:${id}:c`);
+  let asked: BotRedeemAsk | null;
+  try {
+    const req = parseRedeemRequest(redeemBody(c.match));
+    asked = await actOnce(c, 'redeem', (tx) => prepareBotRedeem(tx, c.app, caller, req));
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    // A bad request, or no stock (its transaction rolled back): the update is recorded with the line.
+    if ((await actOnce(c, 'redeem', async () => true)) !== null)
+      await c.reply(`${err.code}: ${err.message}. Example: ${EXAMPLE}`);
+    return;
+  }
+  if (!asked) return;
+  if (asked.kind === 'refused') {
+    await c.reply(asked.line);
+    return;
+  }
+  const keyboard = new InlineKeyboard().text('Redeem', `br:${asked.id}:r`).text('Cancel', `br:${asked.id}:c`);
   const sent = await c.reply(
-    inMode(person.mode, 'Redeem this? Nothing runs until you press Redeem.', summaryLines(summary)),
+    inMode(person.mode, 'Redeem this? Nothing runs until you press Redeem.', summaryLines(asked.summary)),
     { reply_markup: keyboard },
   );
-  await setConfirmationMessage(c.app.db, id, sent.message_id);
+  // A step of its own: the message's id is Telegram's answer to the reply, after the commit.
+  await setConfirmationMessage(c.app.db, asked.id, sent.message_id);
 }
 
 /** A press of Redeem or Cancel: only the first press of a live confirmation does anything. */

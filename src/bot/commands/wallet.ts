@@ -1,9 +1,7 @@
-// /wallet, /topup and the payment updates (contract 14.5), owners only. Test mode credits the
+// /wallet, /topup and the payment updates (docs/reference/bot.md#top-ups), owners only. Test mode credits the
 // test wallet at once; live mode makes a request, paid with a Telegram invoice when a payment
 // provider is configured, else decided by an operator (routes/admin/topups.ts).
-import type { Bot } from 'grammy';
-import { loadAccountState, spendableMicros, today } from '../../core/accounts/accounts.ts';
-import { recentLedgerEntries } from '../../core/billing/wallet.ts';
+import { Composer } from 'grammy';
 import { telegramActor } from '../../core/bot/links.ts';
 import { preCheckoutRefusal, recordPayment, unmatchedLine } from '../../core/bot/topup-payments.ts';
 import {
@@ -11,42 +9,26 @@ import {
   creditTestTopup,
   invoiceAmount,
   parseTopupUsd,
-  pendingTopups,
+  walletOverview,
 } from '../../core/bot/topups.ts';
 import { isoUtc } from '../../core/clock.ts';
 import { actOnce, type BotContext, personOf } from '../context.ts';
+import { ownerOnly } from '../guards.ts';
 import { badInput, inMode, labelled, TOPUP_START_PARAMETER, usdText } from '../replies.ts';
 
-export const OWNERS_ONLY = 'Only an owner of the account can do this; ask one.';
-
-/** Runs `fn` for an owner; anyone else gets one line. */
-export function ownerOnly<C extends BotContext>(fn: (c: C) => Promise<unknown>) {
-  return async (c: C) => {
-    if (personOf(c).role === 'owner') return fn(c);
-    if ((await actOnce(c, 'owner_only', async () => true)) !== null) await c.reply(OWNERS_ONLY);
-  };
-}
-
-export function registerWallet(bot: Bot<BotContext>) {
-  bot.command('wallet', ownerOnly(wallet));
-  bot.command('topup', ownerOnly(topup));
-  bot.on('pre_checkout_query', preCheckout);
-  bot.on('message:successful_payment', paid);
-}
-
-async function balanceOf(c: BotContext, customerId: number, mode: 'live' | 'test') {
-  const state = await loadAccountState(c.app.db, customerId, mode, today(c.app.clock));
-  return state ? spendableMicros(state) : 0;
-}
+/** /wallet and /topup (owners only), and the payment updates of their invoices. */
+export const walletFeature = new Composer<BotContext>();
+walletFeature.command('wallet', ownerOnly, wallet);
+walletFeature.command('topup', ownerOnly, topup);
+walletFeature.on('pre_checkout_query', preCheckout);
+walletFeature.on('message:successful_payment', paid);
 
 async function wallet(c: BotContext) {
   const person = personOf(c);
-  const read = await actOnce(c, 'wallet', async (tx) => {
-    const entries = await recentLedgerEntries(tx, person.customerId, person.mode, 10);
-    return { entries, pending: await pendingTopups(tx, person.customerId) };
-  });
+  const read = await actOnce(c, 'wallet', (tx) =>
+    walletOverview(tx, c.app.clock, person.customerId, person.mode),
+  );
   if (!read) return;
-  const balance = await balanceOf(c, person.customerId, person.mode);
   const entries = read.entries.map((e) =>
     labelled([
       ['at', isoUtc(new Date(e.at))],
@@ -64,7 +46,7 @@ async function wallet(c: BotContext) {
   await c.reply(
     inMode(
       person.mode,
-      labelled([['balance_usd', usdText(balance)]]),
+      labelled([['balance_usd', usdText(read.balanceMicros)]]),
       entries.length ? `last entries:\n${entries.join('\n\n')}` : 'last entries: none',
       person.mode === 'live'
         ? pending.length
@@ -85,13 +67,10 @@ async function topup(c: BotContext & { match: string }) {
   }
   const actor = telegramActor(person.telegramUserId, c.requestId);
   if (person.mode === 'test') {
-    const done = await actOnce(c, 'topup', (tx) =>
-      creditTestTopup(tx, c.app.clock, actor, { customerId: person.customerId, usdMicros: micros }).then(
-        () => true,
-      ),
+    const balance = await actOnce(c, 'topup', (tx) =>
+      creditTestTopup(tx, c.app.clock, actor, { customerId: person.customerId, usdMicros: micros }),
     );
-    if (!done) return;
-    const balance = await balanceOf(c, person.customerId, 'test');
+    if (balance === null) return;
     await c.reply(inMode('test', 'Test wallet topped up.', labelled([['balance_usd', usdText(balance)]])));
     return;
   }
@@ -173,9 +152,8 @@ async function paid(c: BotContext) {
     await c.reply(unmatchedLine(outcome.mismatch));
     return;
   }
-  const { request } = outcome;
   // The payer is a linked owner of this customer (recordPayment checked): their own balance.
-  const balance = await balanceOf(c, request.customerId, request.mode);
+  const { request, balanceMicros: balance } = outcome;
   await c.reply(
     inMode(
       request.mode,

@@ -45,7 +45,7 @@ export const signOut = () => api('DELETE', '/console/session');
 export const session = () => api('GET', '/console/session');
 
 /**
- * Downloads what `path` answers as CSV (the admin lists' exports, issue 36) as a file named by
+ * Downloads what `path` answers as CSV (the admin lists' exports) as a file named by
  * its Content-Disposition: fetched with the session like every call, saved through a blob link.
  */
 export async function downloadCsv(path, fallbackName) {

@@ -32,7 +32,7 @@ export function h(tag, attrs, ...children) {
 
 /**
  * A click or submit handler that asks first when `ask` is given (a text, or a function of the
- * event giving one; contract 13.3: money, revoke, reroll, settle) and cannot run twice at once:
+ * event giving one; docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments: money, revoke, reroll, settle) and cannot run twice at once:
  * while it runs, the element (a form: its submit buttons) is disabled and further events dropped,
  * so a double click sends one request.
  */
@@ -143,6 +143,33 @@ export function statusLine() {
     ok: (text) => put(el, text) && el.setAttribute('data-state', 'ok'),
     error: (err) => put(el, err.message ?? String(err)) && el.setAttribute('data-state', 'error'),
   };
+}
+
+/**
+ * The body of a paged table and its "More" button (`label`): `fetchPage(cursor)` answers one page
+ * of an admin list (`next_cursor` null on the last), `rowsOf(page)` its items, `row(item)` a row.
+ * `load()` appends the next page (the first while none is loaded) and throws what the API
+ * answered; the button shows while a next page exists, and a click's error goes to `status`.
+ * `reset()` empties the table and loads the first page again. `empty` fills a table with no row.
+ */
+export function pagedTable({ fetchPage, rowsOf, row, empty, colspan, status, label = 'More' }) {
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', hidden: true }, label);
+  let cursor = null;
+  const load = async () => {
+    const page = await fetchPage(cursor);
+    for (const item of rowsOf(page)) tbody.append(row(item));
+    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan }, empty)));
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  };
+  more.addEventListener('click', () => load().catch(status.error));
+  const reset = () => {
+    cursor = null;
+    tbody.replaceChildren();
+    return load();
+  };
+  return { tbody, more, load, reset };
 }
 
 /** A "Download CSV" button for an admin list's export (`path` asks for format=csv). */

@@ -1,7 +1,7 @@
-// The audit log (contract 13.2): every change, newest first, filtered by customer, operator and
+// The audit log (docs/reference/operators-and-audit.md#audit-log): every change, newest first, filtered by customer, operator and
 // action, with links to the customer, key or job it touched; a page at a time.
 import { api, qs } from './api.js';
-import { csvButton, formValues, h, put, statusLine, when } from './dom.js';
+import { csvButton, formValues, h, pagedTable, put, statusLine, when } from './dom.js';
 import { AUDIT_ACTIONS as ACTIONS } from './vocabulary.js';
 
 /** The target as a link where the console has a page for it. */
@@ -22,33 +22,29 @@ export async function render(main) {
     action: params.get('action') ?? '',
   };
   const status = statusLine();
-  const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'Older events');
-  let cursor = null;
-  const load = async () => {
-    const page = await api('GET', `/admin/v1/audit${qs({ ...filter, cursor, limit: 50 })}`);
-    for (const e of page.events)
-      tbody.append(
+  const { tbody, more, load } = pagedTable({
+    fetchPage: (cursor) => api('GET', `/admin/v1/audit${qs({ ...filter, cursor, limit: 50 })}`),
+    rowsOf: (page) => page.events,
+    row: (e) =>
+      h(
+        'tr',
+        { 'data-action': e.action },
+        h('td', when(e.at)),
+        h('td', { 'data-cell': 'actor' }, e.actor),
+        h('td', e.action),
         h(
-          'tr',
-          { 'data-action': e.action },
-          h('td', when(e.at)),
-          h('td', { 'data-cell': 'actor' }, e.actor),
-          h('td', e.action),
-          h(
-            'td',
-            e.customer_id === null ? '—' : h('a', { href: `#/customers/${e.customer_id}` }, e.customer_id),
-          ),
-          h('td', targetCell(e)),
-          h('td', h('code', JSON.stringify(e.details))),
-          h('td.muted', e.request_id, ' from ', e.ip),
+          'td',
+          e.customer_id === null ? '—' : h('a', { href: `#/customers/${e.customer_id}` }, e.customer_id),
         ),
-      );
-    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 7 }, 'no events')));
-    cursor = page.next_cursor;
-    more.hidden = !cursor;
-  };
-  more.addEventListener('click', () => load().catch(status.error));
+        h('td', targetCell(e)),
+        h('td', h('code', JSON.stringify(e.details))),
+        h('td.muted', e.request_id, ' from ', e.ip),
+      ),
+    empty: 'no events',
+    colspan: 7,
+    status,
+    label: 'Older events',
+  });
   const form = h(
     'form.inline',
     {

@@ -1,4 +1,4 @@
-// A customer's chat bot (contract 14.2) on the customer page: the Telegram users bound to it, each
+// A customer's chat bot (docs/reference/bot.md#links-and-roles) on the customer page: the Telegram users bound to it, each
 // with an Unbind button (confirmed), and "Link a person": a single-use link for a role, made after
 // a confirmation and shown only this once (the service keeps only its digest). With the bot off
 // (no BOT_TOKEN) no link can be made: the control is disabled with a note saying why.

@@ -3,7 +3,7 @@
 // GET /v1/statements, for the operator.
 import { api, qs } from './api.js';
 import { barPlot } from './charts.js';
-import { h, put, statusLine, table, usd, when } from './dom.js';
+import { h, pagedTable, put, statusLine, table, usd, when } from './dom.js';
 import { EVENT_STATES } from './vocabulary.js';
 
 const modeSelect = (name, value, onchange) =>
@@ -73,37 +73,25 @@ export async function askRedelivery(button, eventId, status, reload) {
 export function eventsSection(id, defaultMode) {
   let mode = defaultMode;
   let state = '';
-  let cursor = null;
   const status = statusLine();
   const body = h('div');
-  const more = h('button', { type: 'button', hidden: true }, 'More');
   const redeliver = (button, eventId) => askRedelivery(button, eventId, status, () => reload());
   const columns = eventColumns(redeliver);
-  const tbody = h('tbody');
-  const load = async () => {
-    const page = await api(
-      'GET',
-      `/admin/v1/customers/${id}/events${qs({ mode, state, cursor, limit: 20 })}`,
-    );
-    for (const e of page.events)
-      tbody.append(
-        h(
-          'tr',
-          { 'data-event': e.id },
-          columns.map(([, cell]) => h('td', cell(e))),
-        ),
-      );
-    if (!tbody.children.length)
-      tbody.append(h('tr', h('td.muted', { colspan: columns.length }, 'no events')));
-    cursor = page.next_cursor;
-    more.hidden = !cursor;
-  };
-  const reload = async () => {
-    cursor = null;
-    tbody.replaceChildren();
-    await load().catch((err) => status.error(err));
-  };
-  more.addEventListener('click', () => load().catch((err) => status.error(err)));
+  const { tbody, more, reset } = pagedTable({
+    fetchPage: (cursor) =>
+      api('GET', `/admin/v1/customers/${id}/events${qs({ mode, state, cursor, limit: 20 })}`),
+    rowsOf: (page) => page.events,
+    row: (e) =>
+      h(
+        'tr',
+        { 'data-event': e.id },
+        columns.map(([, cell]) => h('td', cell(e))),
+      ),
+    empty: 'no events',
+    colspan: columns.length,
+    status,
+  });
+  const reload = () => reset().catch((err) => status.error(err));
   put(
     body,
     h(
@@ -211,7 +199,7 @@ export function statementSection(id, defaultMode) {
         { rows, totals, granularity: 'day', unit: 'requests' },
         STATEMENT_SERIES,
       ),
-      // Every day's row is one click away: the page stays short (issue 36).
+      // Every day's row is one click away: the page stays short.
       h(
         'details',
         { 'data-details': 'statement-days' },

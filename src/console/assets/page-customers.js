@@ -3,7 +3,7 @@
 // import from a file, and a usage plot.
 import { api, qs } from './api.js';
 import { BILLING_SERIES, OUTCOME_SERIES, usagePlot } from './charts.js';
-import { formValues, h, put, statusLine, table, when } from './dom.js';
+import { formValues, h, pagedTable, put, statusLine, table, when } from './dom.js';
 import { accountBar, planSection, sectionBar } from './page-customer-account.js';
 import { botSection } from './page-customer-bot.js';
 import { healthSection } from './page-customer-health.js';
@@ -18,29 +18,23 @@ const IMPORT_BATCH = 10_000;
 export async function renderList(main) {
   const q = new URLSearchParams(location.hash.split('?')[1] ?? '').get('q') ?? '';
   const status = statusLine();
-  const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'More');
-  let cursor = null;
-  const load = async () => {
-    const page = await api('GET', `/admin/v1/customers${qs({ q, cursor })}`);
-    for (const c of page.customers) {
-      tbody.append(
-        h(
-          'tr',
-          h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.customer_id)),
-          h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.name)),
-          h('td', c.plan ? `${c.plan.label}${c.plan.active ? '' : ' (inactive)'}` : 'no plan'),
-          h('td', c.disabled ? 'disabled' : 'active'),
-          ['live', 'test'].map((m) => h('td', { 'data-health': m }, healthCell(c.health?.[m]))),
-          h('td', when(c.created_at)),
-        ),
-      );
-    }
-    if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 7 }, 'no customers')));
-    cursor = page.next_cursor;
-    more.hidden = !cursor;
-  };
-  more.addEventListener('click', () => load().catch(status.error));
+  const { tbody, more, load } = pagedTable({
+    fetchPage: (cursor) => api('GET', `/admin/v1/customers${qs({ q, cursor })}`),
+    rowsOf: (page) => page.customers,
+    row: (c) =>
+      h(
+        'tr',
+        h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.customer_id)),
+        h('td', h('a', { href: `#/customers/${c.customer_id}` }, c.name)),
+        h('td', c.plan ? `${c.plan.label}${c.plan.active ? '' : ' (inactive)'}` : 'no plan'),
+        h('td', c.disabled ? 'disabled' : 'active'),
+        ['live', 'test'].map((m) => h('td', { 'data-health': m }, healthCell(c.health?.[m]))),
+        h('td', when(c.created_at)),
+      ),
+    empty: 'no customers',
+    colspan: 7,
+    status,
+  });
   const search = h('input', {
     type: 'search',
     name: 'q',
@@ -118,7 +112,15 @@ function healthCell(m) {
   return [
     hook,
     h('br'),
-    m.refused_today > 0 ? `${m.refused_today} refused today` : h('span.muted', 'none refused today'),
+    m.refused_today > 0
+      ? h(
+          'span',
+          { 'data-cell': 'refused' },
+          `${m.refused_today} refused today: ${m.refused_by_error_code
+            .map((c) => `${c.error_code ?? 'no error code'} ×${c.count}`)
+            .join(', ')}`,
+        )
+      : h('span.muted', 'none refused today'),
   ];
 }
 
@@ -374,7 +376,7 @@ function stockSection(c, base, reload) {
     h(
       'div.columns',
       ['live', 'test'].map((m) =>
-        // The counts by category one click away: the page stays short (issue 36).
+        // The counts by category one click away: the page stays short.
         h(
           'details',
           h(

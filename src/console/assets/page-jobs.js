@@ -1,7 +1,7 @@
 // Jobs: the list filtered by customer, mode, status and creation time (newest first, a page at
 // a time), and one job with its codes (last 4 characters only), billing and webhook deliveries.
 import { api, qs } from './api.js';
-import { csvButton, formValues, h, last4, put, statusLine, table, usd, when } from './dom.js';
+import { csvButton, formValues, h, last4, pagedTable, put, statusLine, table, usd, when } from './dom.js';
 
 const hashParams = () => new URLSearchParams(location.hash.split('?')[1] ?? '');
 // <input type=datetime-local> holds a UTC time here (the console shows UTC everywhere).
@@ -120,28 +120,18 @@ export async function renderList(main) {
   };
   const form = filterForm(f);
   const status = statusLine();
-  const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'More');
-  let cursor = null;
-  const load = async () => {
-    try {
-      const page = await api('GET', `/admin/v1/jobs${qs({ ...f, cursor, limit: 50 })}`);
-      for (const j of page.jobs)
-        tbody.append(
-          h(
-            'tr',
-            LIST_COLUMNS.map(([, cell]) => h('td', cell(j))),
-          ),
-        );
-      cursor = page.next_cursor;
-      more.hidden = !cursor;
-      if (!tbody.children.length)
-        tbody.append(h('tr', h('td.muted', { colspan: LIST_COLUMNS.length }, 'no jobs')));
-    } catch (err) {
-      status.error(err);
-    }
-  };
-  more.addEventListener('click', load);
+  const { tbody, more, load } = pagedTable({
+    fetchPage: (cursor) => api('GET', `/admin/v1/jobs${qs({ ...f, cursor, limit: 50 })}`),
+    rowsOf: (page) => page.jobs,
+    row: (j) =>
+      h(
+        'tr',
+        LIST_COLUMNS.map(([, cell]) => h('td', cell(j))),
+      ),
+    empty: 'no jobs',
+    colspan: LIST_COLUMNS.length,
+    status,
+  });
   put(
     main,
     h(
@@ -165,7 +155,7 @@ export async function renderList(main) {
     ),
     more,
   );
-  await load();
+  await load().catch(status.error);
 }
 
 export async function renderDetail(main, jobId) {

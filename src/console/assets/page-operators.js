@@ -1,4 +1,4 @@
-// Operators (contract 13.1): who may sign in, with which role; an admin adds one (its token is
+// Operators (docs/reference/operators-and-audit.md#operators-and-roles): who may sign in, with which role; an admin adds one (its token is
 // shown once) or revokes one (after confirming). A viewer sees the list only.
 import { api } from './api.js';
 import { formValues, h, put, statusLine, table, when } from './dom.js';

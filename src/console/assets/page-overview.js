@@ -1,6 +1,7 @@
-// Overview: what needs attention (queue, quarantine, webhooks) and redeems per hour (24 h) and
-// per day (30 days) by outcome, and billed against refunded; all of one mode (by default the one
-// in trouble, else live), with a line comparing both modes.
+// Overview: what needs attention (queue, quarantine, webhooks), the public API's refusals today
+// by error code (live and test side by side, the mode in trouble first), and redeems per hour
+// (24 h) and per day (30 days) by outcome, and billed against refunded; all of one mode (by
+// default the one in trouble, else live), with a line comparing both modes.
 import { api, qs } from './api.js';
 import { BILLING_SERIES, moneyPlot, OUTCOME_SERIES, usagePlot } from './charts.js';
 import { csvButton, h, put, statusLine, usd, when } from './dom.js';
@@ -28,9 +29,89 @@ const modesLine = (live, test) =>
     ].map(([m, o], i) => [
       i > 0 ? ' — ' : '',
       h('a', { href: `#/overview?mode=${m}` }, m),
-      `: ${o.quarantined_codes} quarantined · ${o.webhooks.failed_24h} failed webhooks (24 h) · ${o.webhooks.failing} failing · ${o.queue.queued} queued`,
+      `: ${o.quarantined_codes} quarantined · ${o.webhooks.failed_24h} failed webhooks (24 h) · ${o.webhooks.failing} failing · ${o.queue.queued} queued · ${o.refusals_today.total} refused today`,
     ]),
   );
+
+/** The mode to show first: more trouble, else more refusals today, else live. */
+const troubleFirstOf = (live, test) =>
+  trouble(test) > trouble(live) ||
+  (trouble(test) === trouble(live) && test.refusals_today.total > live.refusals_today.total)
+    ? 'test'
+    : 'live';
+
+/**
+ * Today's refusals by error code, one column a mode, the mode in trouble first (more trouble, else
+ * more refusals): each count leads to the request log of that day, mode and code.
+ */
+function refusalsSection(live, test, first) {
+  const modes =
+    first === 'test'
+      ? [
+          ['test', test],
+          ['live', live],
+        ]
+      : [
+          ['live', live],
+          ['test', test],
+        ];
+  const totals = new Map();
+  for (const [, o] of modes)
+    for (const c of o.refusals_today.by_error_code)
+      totals.set(c.error_code, (totals.get(c.error_code) ?? 0) + c.count);
+  const codes = [...totals.keys()].sort(
+    (a, b) => totals.get(b) - totals.get(a) || String(a).localeCompare(String(b)),
+  );
+  const cell = (m, o, code) => {
+    const n = o.refusals_today.by_error_code.find((c) => c.error_code === code)?.count ?? 0;
+    if (n === 0) return h('span.muted', '0');
+    const filter = { day: o.refusals_today.day, mode: m, error_code: code ?? undefined };
+    return h('a', { href: `#/requests${qs(filter)}`, 'data-count': `${m}:${code ?? ''}` }, String(n));
+  };
+  const total = (m, o) =>
+    h(
+      'a',
+      { href: `#/requests${qs({ day: o.refusals_today.day, mode: m })}`, 'data-total': m },
+      `${o.refusals_today.total}${o.refusals_today.complete ? '' : '+'}`,
+    );
+  return h(
+    'section',
+    { 'data-section': 'refusals' },
+    h(
+      'h3',
+      `Refused today `,
+      h('span.muted', `(${live.refusals_today.day}, public API answers of 400 or above)`),
+    ),
+    h(
+      'table',
+      { 'data-table': 'refusals' },
+      h(
+        'thead',
+        h(
+          'tr',
+          h('th', 'Error code'),
+          modes.map(([m]) => h('th', m)),
+        ),
+      ),
+      h(
+        'tbody',
+        codes.map((code) =>
+          h(
+            'tr',
+            { 'data-code': code ?? '' },
+            h('td', code ?? h('span.muted', 'no error code (a redeem where no code activated)')),
+            modes.map(([m, o]) => h('td', cell(m, o, code))),
+          ),
+        ),
+        h(
+          'tr.total',
+          h('td', h('strong', 'all')),
+          modes.map(([m, o]) => h('td', total(m, o))),
+        ),
+      ),
+    ),
+  );
+}
 
 export async function render(main) {
   // Every card and plot is of the mode chosen ('all': both together). Unless one is asked for,
@@ -92,7 +173,7 @@ export async function render(main) {
         `#/webhooks${qs({ state: 'failed', mode })}`,
       ),
       card('customers', 'Customers', o.customers, '', '#/customers'),
-      // Key rotation (contract 13.9): key ids are public fingerprints, never keys.
+      // Key rotation (docs/reference/operators-and-audit.md#encryption-key-rotation): key ids are public fingerprints, never keys.
       card(
         'encryption',
         'Encryption key',
@@ -104,6 +185,7 @@ export async function render(main) {
         }`,
       ),
     ),
+    refusalsSection(live, test, troubleFirstOf(live, test)),
     h(
       'div.plots',
       usagePlot('hourly', 'Redeems per hour, last 24 hours, by outcome', hourly, OUTCOME_SERIES),

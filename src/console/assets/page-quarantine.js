@@ -1,13 +1,16 @@
 // Quarantine: codes whose outcome is unknown (an upstream timeout after sending). Check them now
-// with the upstream, or settle one by hand after checking it some other way.
+// with the upstream, or settle one by hand after checking it some other way. Below, the codes
+// settled in the last week: how each settled (used: billed as code_used; unused: not billed), by
+// the status check or an operator's word, who, and when.
 import { api } from './api.js';
 import { h, last4, put, statusLine, table, when } from './dom.js';
 
 export async function render(main) {
   const status = statusLine();
   const list = h('div');
+  const settledList = h('div');
   const load = async () => {
-    const { codes } = await api('GET', '/admin/v1/quarantine');
+    const { codes, settled, settled_days: days } = await api('GET', '/admin/v1/quarantine');
     const settle = (c, outcome) => async (e) => {
       e.target.disabled = true;
       try {
@@ -45,6 +48,7 @@ export async function render(main) {
         { 'data-table': 'quarantine' },
       ),
     );
+    put(settledList, h('h3', `Settled in the last ${days} days`), settledTable(settled));
   };
   const check = h(
     'button',
@@ -75,6 +79,7 @@ export async function render(main) {
     ),
     status.el,
     list,
+    settledList,
   );
   await load();
 }
@@ -92,4 +97,38 @@ const settleButton = (c, outcome, settle, label) =>
       onclick: settle(c, outcome),
     },
     label,
+  );
+
+/** What settled a code and who: the automatic check, a check an operator ran, or an operator by hand. */
+const settledBy = (c) =>
+  c.settled_by === 'check'
+    ? c.settled_actor
+      ? `status check run by ${c.settled_actor}`
+      : 'status check (automatic)'
+    : `${c.settled_actor ?? 'an operator'} by hand`;
+
+/** The codes settled in the last days, newest first: how, by what and whom, when. */
+const settledTable = (settled) =>
+  table(
+    [
+      ['Job', (c) => h('a', { href: `#/jobs/${c.job_id}` }, c.job_id)],
+      ['#', (c) => c.position],
+      ['Customer', (c) => h('a', { href: `#/customers/${c.customer_id}` }, c.customer_id)],
+      ['Mode', (c) => c.mode],
+      ['Code', (c) => last4(c.code_last4)],
+      [
+        'Settled',
+        (c) =>
+          h(
+            `span.badge.${c.settlement === 'used' ? 'quarantined' : 'completed'}`,
+            { 'data-settlement': c.settlement },
+            c.settlement === 'used' ? 'used · billed as code_used' : 'unused · not billed',
+          ),
+      ],
+      ['By', (c) => h('span', { 'data-cell': 'settled-by' }, settledBy(c))],
+      ['When', (c) => when(c.settled_at)],
+      ['Quarantined', (c) => when(c.quarantined_at)],
+    ],
+    settled,
+    { 'data-table': 'settled' },
   );

@@ -1,10 +1,10 @@
 // The request log: refused and failed public API answers and why, newest first, across customers
-// or for one, filtered by customer (id or name), player, day, status, error code, request id and
+// or for one, filtered by customer (id or name), player, day, mode, status, error code, request id and
 // time, with the matching rows counted by error code above the list (each count filters by its
 // code); a row links to its customer and its job. And the header's search box, which takes a
 // request, job, event or player id and goes to what it names.
 import { api, qs } from './api.js';
-import { formValues, h, put, statusLine, when } from './dom.js';
+import { formValues, h, pagedTable, put, statusLine, when } from './dom.js';
 
 const hashParams = () => new URLSearchParams(location.hash.split('?')[1] ?? '');
 const toIso = (local) => (local ? `${local.length === 16 ? `${local}:00` : local}Z` : '');
@@ -14,6 +14,7 @@ const FILTERS = [
   'customer',
   'player_id',
   'day',
+  'mode',
   'status',
   'error_code',
   'request_id',
@@ -68,31 +69,25 @@ function columns(withCustomer) {
 function logTable(filter, withCustomer) {
   const cols = columns(withCustomer);
   const status = statusLine();
-  const tbody = h('tbody');
   const counts = h('p.counts', { 'data-counts': '' });
-  const more = h('button', { type: 'button', hidden: true }, 'Older requests');
-  let cursor = null;
-  const load = async () => {
-    try {
+  const { tbody, more, load } = pagedTable({
+    fetchPage: async (cursor) => {
       const page = await api('GET', `/admin/v1/requests${qs({ ...filter, cursor, limit: 50 })}`);
       if (!cursor) put(counts, countsLine(page, filter));
-      for (const r of page.requests)
-        tbody.append(
-          h(
-            'tr',
-            { 'data-status': r.status },
-            cols.map(([, cell]) => h('td', cell(r))),
-          ),
-        );
-      if (!tbody.children.length)
-        tbody.append(h('tr', h('td.muted', { colspan: cols.length }, 'no refused or failed requests')));
-      cursor = page.next_cursor;
-      more.hidden = !cursor;
-    } catch (err) {
-      status.error(err);
-    }
-  };
-  more.addEventListener('click', load);
+      return page;
+    },
+    rowsOf: (page) => page.requests,
+    row: (r) =>
+      h(
+        'tr',
+        { 'data-status': r.status },
+        cols.map(([, cell]) => h('td', cell(r))),
+      ),
+    empty: 'no refused or failed requests',
+    colspan: cols.length,
+    status,
+    label: 'Older requests',
+  });
   const el = h(
     'div',
     status.el,
@@ -111,7 +106,7 @@ function logTable(filter, withCustomer) {
     ),
     more,
   );
-  return { el, ready: load() };
+  return { el, ready: load().catch(status.error) };
 }
 
 /** `6 refused or failed: not_found ×3 · no_stock ×2`, each count a link filtering by its code. */
@@ -154,6 +149,15 @@ function filterForm(f) {
     input('customer', 'customer id or name'),
     input('player_id', 'player id', { inputmode: 'numeric', size: 14 }),
     input('day', 'day (YYYY-MM-DD or today)', { size: 22 }),
+    h(
+      'select',
+      { name: 'mode', 'aria-label': 'mode' },
+      [
+        ['', 'any mode'],
+        ['live', 'live'],
+        ['test', 'test'],
+      ].map(([v, label]) => h('option', { value: v, selected: f.mode === v }, label)),
+    ),
     input('status', 'status (404, 4xx, 5xx)', { size: 16 }),
     input('error_code', 'error code'),
     input('request_id', 'request id', { size: 30 }),

@@ -1,7 +1,7 @@
-// Top-ups (contract 14.5): the wallet top-up requests owners make in the chat bot, pending ones
+// Top-ups (docs/reference/bot.md#top-ups): the wallet top-up requests owners make in the chat bot, pending ones
 // first of all, across customers (#/topups?state=&customer_id=). Approve credits the wallet once
 // (the API makes a second send a no-op); reject asks for a reason the person is told. Both ask
-// first (contract 13.3), and a viewer sees neither (the API refuses them anyway). Payments that
+// first (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments), and a viewer sees neither (the API refuses them anyway). Payments that
 // credited nothing (state `unmatched`: a wrong amount, someone else's invoice, a voided request)
 // are listed too, with the Telegram charge id the operator refunds; they have no buttons.
 import { api, qs } from './api.js';

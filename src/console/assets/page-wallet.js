@@ -1,9 +1,9 @@
-// A customer's wallets (contract 13.3): balances, a top-up and a correcting adjustment (each asks
+// A customer's wallets (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments): balances, a top-up and a correcting adjustment (each asks
 // for confirmation and carries an Idempotency-Key made once per form, so a retried or doubled
 // send credits once), and the ledger a page at a time with who made each entry. Both views open
 // on the mode that has money or entries.
 import { api, qs } from './api.js';
-import { csvButton, formValues, h, statusLine, table, usd, usdProblem, when } from './dom.js';
+import { csvButton, formValues, h, pagedTable, statusLine, table, usd, usdProblem, when } from './dom.js';
 
 /** The mode to show first: live, unless only test has a balance. */
 export function modeWithData(c) {
@@ -113,43 +113,33 @@ export function walletSection(c, base, reload, customerId) {
 
 export function ledgerSection(c, base) {
   const status = statusLine();
-  const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'Older entries');
-  let cursor = null;
   let mode = modeWithData(c);
-  const load = async () => {
-    try {
-      const page = await api('GET', `${base}/ledger${qs({ mode, cursor, limit: 20 })}`);
-      for (const e of page.entries)
-        tbody.append(
-          h(
-            'tr',
-            h('td', when(e.at ?? e.created_at)),
-            h('td', e.kind),
-            h('td.num', usd(e.amount_usd)),
-            h('td.num', usd(e.balance_after_usd)),
-            h('td', { 'data-cell': 'actor' }, e.actor),
-            h('td', e.note),
-            h('td', e.reference ?? ''),
-          ),
-        );
-      if (!tbody.children.length) tbody.append(h('tr', h('td.muted', { colspan: 7 }, 'no entries')));
-      cursor = page.next_cursor;
-      more.hidden = !cursor;
-    } catch (err) {
-      status.error(err);
-    }
-  };
-  more.addEventListener('click', load);
+  const { tbody, more, reset } = pagedTable({
+    fetchPage: (cursor) => api('GET', `${base}/ledger${qs({ mode, cursor, limit: 20 })}`),
+    rowsOf: (page) => page.entries,
+    row: (e) =>
+      h(
+        'tr',
+        h('td', when(e.at ?? e.created_at)),
+        h('td', e.kind),
+        h('td.num', usd(e.amount_usd)),
+        h('td.num', usd(e.balance_after_usd)),
+        h('td', { 'data-cell': 'actor' }, e.actor),
+        h('td', e.note),
+        h('td', e.reference ?? ''),
+      ),
+    empty: 'no entries',
+    colspan: 7,
+    status,
+    label: 'Older entries',
+  });
   const select = modeSelect('ledger mode', mode, {
     onchange: (e) => {
       mode = e.target.value;
-      cursor = null;
-      tbody.replaceChildren();
-      load();
+      reset().catch(status.error);
     },
   });
-  load();
+  reset().catch(status.error);
   return h(
     'section',
     h(

@@ -1,9 +1,9 @@
-// Webhooks across customers (issue 36): the event log of every customer at once, failed events
+// Webhooks across customers: the event log of every customer at once, failed events
 // first (every automatic attempt used), with the receiver's last error and a redeliver button;
 // and, on a customer's page, its registered receivers (query values masked) with their last 24
 // hours. States are the event log's three: pending, delivered, failed.
 import { api, qs } from './api.js';
-import { h, put, statusLine, table, when } from './dom.js';
+import { h, pagedTable, put, statusLine, table, when } from './dom.js';
 import { askRedelivery, attemptLine } from './page-customer-reconcile.js';
 import { EVENT_STATES } from './vocabulary.js';
 
@@ -90,36 +90,21 @@ function filterForm(f, main) {
 export async function render(main) {
   const f = filtersOf();
   const status = statusLine();
-  const tbody = h('tbody');
-  const more = h('button', { type: 'button', hidden: true }, 'More');
-  let cursor = null;
   const columns = eventColumns(status, () => render(main));
-  const load = async () => {
-    const state = f.state === 'any' ? '' : f.state;
-    const page = await api('GET', `/admin/v1/events${qs({ ...f, state, cursor, limit: 50 })}`);
-    for (const e of page.events)
-      tbody.append(
-        h(
-          'tr',
-          { 'data-event': e.id },
-          columns.map(([, cell]) => h('td', cell(e))),
-        ),
-      );
-    if (!tbody.children.length)
-      tbody.append(
-        h(
-          'tr',
-          h(
-            'td.muted',
-            { colspan: columns.length },
-            f.state === 'any' ? 'no events' : `no ${f.state} events`,
-          ),
-        ),
-      );
-    cursor = page.next_cursor;
-    more.hidden = !cursor;
-  };
-  more.addEventListener('click', () => load().catch(status.error));
+  const state = f.state === 'any' ? '' : f.state;
+  const { tbody, more, load } = pagedTable({
+    fetchPage: (cursor) => api('GET', `/admin/v1/events${qs({ ...f, state, cursor, limit: 50 })}`),
+    rowsOf: (page) => page.events,
+    row: (e) =>
+      h(
+        'tr',
+        { 'data-event': e.id },
+        columns.map(([, cell]) => h('td', cell(e))),
+      ),
+    empty: f.state === 'any' ? 'no events' : `no ${f.state} events`,
+    colspan: columns.length,
+    status,
+  });
   const form = filterForm(f, main);
   put(
     main,
@@ -152,49 +137,77 @@ const rate = (w) =>
     ? 'nothing attempted'
     : `${Math.round(w.success_rate * 1000) / 10}% (${w.delivered}/${w.attempted})`;
 
-/** A customer's registered receivers with their last 24 hours (section of the customer page). */
+/**
+ * A customer's registered receivers with their last 24 hours (section of the customer page), and
+ * Remove (asks first): the merchant cannot remove a registration through the API.
+ */
 export function receiversSection(id) {
   const body = h('div', h('p.muted', 'Loading…'));
+  const status = statusLine();
   const section = h(
     'section',
     { id: 'webhooks', 'data-section': 'receivers' },
     h('h3', 'Webhook receivers'),
+    status.el,
     body,
   );
-  section.ready = api('GET', `/admin/v1/customers/${id}/webhooks`)
-    .then((r) =>
-      put(
-        body,
-        table(
-          [
-            ['Mode', ([m]) => m],
-            [
-              'URL',
-              ([, w]) => (w ? h('code', { 'data-cell': 'url' }, w.url) : h('span.muted', 'none registered')),
-            ],
-            ['Registered', ([, w]) => (w ? when(w.registered_at) : '—')],
-            [
-              `Delivered, last ${r.window_hours} h`,
-              ([, w]) => (w ? h('span', { 'data-cell': 'rate' }, rate(w)) : '—'),
-            ],
-            ['Failures in a row', ([, w]) => (w ? w.consecutive_failures : '—')],
-            [
-              '',
-              ([m, w]) =>
-                w
-                  ? h(
-                      'a',
-                      { href: `#/webhooks${qs({ state: 'failed', mode: m, customer_id: id })}` },
-                      'failed events',
-                    )
-                  : '',
-            ],
-          ],
-          Object.entries(r.webhooks),
-          { 'data-table': 'receivers' },
-        ),
-      ),
-    )
-    .catch((err) => put(body, h('p.status', { 'data-state': 'error' }, `Could not load: ${err.message}`)));
+  const remove = (m) => async (e) => {
+    e.target.disabled = true;
+    try {
+      const r = await api('DELETE', `/admin/v1/customers/${id}/webhooks/${m}`);
+      status.ok(`Removed the ${m} webhook ${r.removed}.`);
+      await load();
+    } catch (err) {
+      status.error(err);
+      e.target.disabled = false;
+    }
+  };
+  const load = () =>
+    api('GET', `/admin/v1/customers/${id}/webhooks`)
+      .then((r) => put(body, receiversTable(id, r, remove)))
+      .catch((err) => put(body, h('p.status', { 'data-state': 'error' }, `Could not load: ${err.message}`)));
+  section.ready = load();
   return section;
+}
+
+function receiversTable(id, r, remove) {
+  return table(
+    [
+      ['Mode', ([m]) => m],
+      ['URL', ([, w]) => (w ? h('code', { 'data-cell': 'url' }, w.url) : h('span.muted', 'none registered'))],
+      ['Registered', ([, w]) => (w ? when(w.registered_at) : '—')],
+      [
+        `Delivered, last ${r.window_hours} h`,
+        ([, w]) => (w ? h('span', { 'data-cell': 'rate' }, rate(w)) : '—'),
+      ],
+      ['Failures in a row', ([, w]) => (w ? w.consecutive_failures : '—')],
+      [
+        '',
+        ([m, w]) =>
+          w
+            ? [
+                h(
+                  'a',
+                  { href: `#/webhooks${qs({ state: 'failed', mode: m, customer_id: id })}` },
+                  'failed events',
+                ),
+                ' ',
+                h(
+                  'button',
+                  {
+                    type: 'button',
+                    write: true,
+                    'data-remove-webhook': m,
+                    confirm: `Remove the ${m} webhook ${w.url}? The customer's ${m} jobs send no more events; pending ones are dropped.`,
+                    onclick: remove(m),
+                  },
+                  'Remove',
+                ),
+              ]
+            : '',
+      ],
+    ],
+    Object.entries(r.webhooks),
+    { 'data-table': 'receivers' },
+  );
 }

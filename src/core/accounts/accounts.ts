@@ -107,9 +107,32 @@ export interface AccountRow {
   overageToday: number;
 }
 
-// The one account view is the SQL function account_row (src/db/functions/accounts.sql); it is
-// inlined into these queries, and account_state gives the same fields as jsonb.
+// The one account view is the SQL function account_row (src/db/functions/accounts.sql), and
+// account_state gives the same fields as jsonb. A query that also reads other customer tables
+// joins accountRowSql instead: on Citus a function that reads customer tables cannot be called
+// inside a query that Citus sends to a worker whole (docs/running/citus.md).
 const LOAD_ACCOUNT_SQL = 'select a.* from account_row($1, $2, $3::date) a';
+
+/**
+ * account_row's query as a subquery for `cross join lateral` (the same columns, the same joins,
+ * written once more here; test/db/account-view.test.ts compares the two): `customer`, `mode` and
+ * `day` are SQL expressions. `customer` is the statement's parameter, not the outer row's column:
+ * correlated to a column, Citus plans the lateral join on every shard (a GET /v1/me then failed
+ * while any worker was down); filtered by the parameter, on the customer's worker alone
+ * (docs/running/citus.md#one-worker-per-statement).
+ */
+export function accountRowSql(customer: string, mode: string, day: string): string {
+  return `(select c.disabled_at is not null as "disabled", c.subscription_required as "subRequired",
+         c.subscription_expires_at as "subExpiresAt", p.label, p.daily_limit as "dailyLimit",
+         p.per_request_micros as "perRequestMicros", p.overage, p.active,
+         coalesce(a.balance_micros, 0)::int8 as "balanceMicros", coalesce(a.held_micros, 0)::int8 as "heldMicros",
+         coalesce(u.used, 0) as "usedToday", coalesce(u.overage, 0) as "overageToday"
+    from customers c
+    left join plans p on p.customer_id = c.id
+    left join accounts a on a.customer_id = c.id and a.mode = ${mode}
+    left join daily_usage u on u.customer_id = c.id and u.mode = ${mode} and u.day = ${day}
+   where c.id = ${customer})`;
+}
 
 /** Loads the account state of one customer in one mode, as of `day`. */
 export async function loadAccountState(
@@ -125,12 +148,12 @@ export async function loadAccountState(
 
 const LOAD_KEY_ACCOUNT_SQL = `select k.revoked_at as "revokedAt", k.expires_at as "expiresAt", a.*
        from api_keys k
-       cross join lateral account_row(k.customer_id, k.mode, $2::date) a
-      where k.id = $1`;
+       cross join lateral ${accountRowSql('$3', 'k.mode', '$2::date')} a
+      where k.customer_id = $3 and k.id = $1`;
 
 /**
  * The account of a key's customer in the key's mode, with what can change about the key
- * (revocation) and its customer (disabled), and the key's read slot (contract 13.8) taken: GET
+ * (revocation) and its customer (disabled), and the key's read slot (docs/reference/limits.md#read-budget) taken: GET
  * /v1/me in one statement, so a cached key is checked again by the statement that answers the
  * request, and the read counts itself there.
  */
@@ -148,9 +171,9 @@ export async function loadKeyAccountState(
       revokedAt: Date | null;
       expiresAt: Date | null;
     }
-  >(LOAD_KEY_ACCOUNT_SQL, [key.id, day], 'key_account_state');
+  >(LOAD_KEY_ACCOUNT_SQL, [key.id, day, key.customerId], 'key_account_state');
   const row = r.rows[0];
-  // The expiry is read again too: a reroll (contract 13.4) moves it after a process cached the key.
+  // The expiry is read again too: a reroll (docs/reference/operators-and-audit.md#key-reroll) moves it after a process cached the key.
   return row
     ? {
         revokedAt: row.revokedAt,
@@ -205,7 +228,7 @@ export function subscriptionView(sub: Subscription, now: Date) {
   };
 }
 
-/** The answer of GET /v1/me (specification 2.3): the calling key and its account record. */
+/** The answer of GET /v1/me (docs/reference/billing-and-quota.md#the-account-record): the calling key and its account record. */
 export function meView(
   requestId: string,
   key: { customerId: number; keyPrefix: string; scopes: readonly string[]; mode: string },

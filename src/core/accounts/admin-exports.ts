@@ -1,4 +1,4 @@
-// The jobs list and a wallet ledger as CSV (issue 36): the same rows, filters and order (newest
+// The jobs list and a wallet ledger as CSV: the same rows, filters and order (newest
 // first) as the JSON lists in admin-lists.ts, every page at once (core/csv-export.ts).
 import type { Queryable } from '../../db/database.ts';
 import { allPages, type CsvColumn, toCsv } from '../csv-export.ts';

@@ -71,7 +71,7 @@ export async function ledgerPage(
   );
   const rows = r.rows.slice(0, opts.limit);
   return {
-    // entry_id, actor, request_id and at are contract 13.3's; id and created_at the older names.
+    // entry_id, actor, request_id and at are the ledger's fields (docs/reference/billing-and-quota.md#the-wallet-ledger); id and created_at the older names.
     entries: rows.map((e) => ({
       entry_id: e.id,
       id: e.id,
@@ -142,7 +142,7 @@ export async function listJobs(q: Queryable, f: JobFilter) {
                 count(*) filter (where c.billed is not true
                                    and not (c.disposition = 'quarantined' and c.settled_at is null))::int as refunded,
                 count(*) filter (where c.disposition = 'quarantined' and c.settled_at is null)::int as quarantined
-           from job_codes c where c.job_id = j.id and c.state = 'done' and not c.reused) o
+           from job_codes c where c.customer_id = j.customer_id and c.job_id = j.id and c.state = 'done' and not c.reused) o
       where ($1::bigint is null or j.customer_id = $1) and ($2::text is null or j.mode = $2)
         and ($3::text is null or j.status = $3)
         and ($4::timestamptz is null or j.created_at >= $4) and ($5::timestamptz is null or j.created_at < $5)

@@ -1,4 +1,4 @@
-// The operator's changes to customers, plans and subscriptions (contract 10 and 13.2): each is
+// The operator's changes to customers, plans and subscriptions (docs/reference/operators-and-audit.md#the-admin-api, docs/reference/operators-and-audit.md#audit-log): each is
 // one transaction that makes the change and writes its audit row, so the row exists exactly when
 // the change committed.
 import type { Database, Queryable } from '../../db/database.ts';

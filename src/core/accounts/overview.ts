@@ -25,7 +25,7 @@ export async function serviceOverview(q: Queryable, now: Date, mode: Mode | null
          as "oldestQueuedAt",
        (select count(*)::int from job_codes c
          where c.disposition = 'quarantined' and c.settled_at is null and not c.reused
-           and ($2::text is null or exists (select 1 from jobs j where j.id = c.job_id and j.mode = $2)))
+           and ($2::text is null or exists (select 1 from jobs j where j.customer_id = c.customer_id and j.id = c.job_id and j.mode = $2)))
          as quarantined,
        (select count(*)::int from webhook_events where state = 'pending' and ($2::text is null or mode = $2))
          as "webhooksPending",
@@ -52,7 +52,7 @@ export async function serviceOverview(q: Queryable, now: Date, mode: Mode | null
       pending: o.webhooksPending,
       failing: o.webhooksFailing,
       dropped_24h: o.webhooksDropped,
-      // In the event log's words (contract 13.6): events whose automatic attempts all failed in
+      // In the event log's words (docs/reference/webhooks-and-events.md#the-event-log): events whose automatic attempts all failed in
       // the last 24 hours and that no redelivery has delivered since.
       failed_24h: o.webhooksFailed,
     },

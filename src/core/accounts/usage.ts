@@ -73,7 +73,7 @@ export async function rollUpUsage(db: Database, now: Date, maxSteps = 40): Promi
         await tx.query(
           `insert into ${table} as u (customer_id, mode, ${column}, ${COUNTED.join(', ')})
            select j.customer_id, j.mode, date_trunc('${unit}', c.finished_at, 'UTC'), ${COUNT_COLUMNS}
-             from jobs j join job_codes c on c.job_id = j.id
+             from jobs j join job_codes c on c.customer_id = j.customer_id and c.job_id = j.id
             where j.created_at >= $1 and j.created_at < $2 and c.state = 'done' and not c.reused
             group by 1, 2, 3
            on conflict (customer_id, mode, ${column}) do update set ${ADDED_COLUMNS}`,
@@ -108,7 +108,7 @@ type BucketRow = UsageCounts & { bucket: Date };
 function countFromRows(q: Queryable, query: UsageQuery, since: Date) {
   return q.query<BucketRow>(
     `select date_trunc($1, c.finished_at, 'UTC') as bucket, ${COUNT_COLUMNS}
-       from jobs j join job_codes c on c.job_id = j.id
+       from jobs j join job_codes c on c.customer_id = j.customer_id and c.job_id = j.id
       where j.created_at >= $6 and c.state = 'done' and not c.reused
         and c.finished_at >= $2 and c.finished_at < $3
         and ($4::bigint is null or j.customer_id = $4) and ($5::text is null or j.mode = $5)

@@ -1,4 +1,4 @@
-// GET /admin/v1/customers/{id} (contract 10): the customer, plan, subscription, keys (no
+// GET /admin/v1/customers/{id} (docs/reference/operators-and-audit.md#the-admin-api): the customer, plan, subscription, keys (no
 // secrets), wallets, today's usage and stock counts per mode, in one answer.
 import type { Queryable } from '../../db/database.ts';
 import { loadAccountState, subscriptionView, today } from '../accounts/accounts.ts';

@@ -1,4 +1,4 @@
-// Idempotency-Key of the operator's wallet writes (contract 13.3), scoped to the customer across
+// Idempotency-Key of the operator's wallet writes (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments), scoped to the customer across
 // both modes. The key's row is inserted in the transaction that writes the ledger entry and holds
 // the answer, so the key exists exactly when the entry does.
 //
@@ -12,11 +12,11 @@ import type { Queryable } from '../../db/database.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 
-/** 1 to 255 printable ASCII characters (the header's own rule; contract 13.3). */
+/** 1 to 255 printable ASCII characters (the header's own rule; docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments). */
 export const ADMIN_IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /**
- * A replay carries the first answer's request id (contract 0: the original body under the
+ * A replay carries the first answer's request id (docs/reference/keys-and-modes.md#conventions: the original body under the
  * original X-Request-Id), read from the stored body every admin answer carries it in.
  */
 export type TakenKey = { kind: 'new' } | { kind: 'replay'; status: number; body: string; requestId: string };

@@ -1,4 +1,4 @@
-// Billing a redeem (contract section 2): one hold decided before any attempt, then one capture
+// Billing a redeem (docs/reference/billing-and-quota.md#capture-and-release): one hold decided before any attempt, then one capture
 // or release per code. Included requests are used before wallet ones; refunds give back wallet
 // requests first. The rules live in SQL functions (src/db/functions/billing.sql: billing_hold,
 // billing_capture_one, billing_release_one; account_lock in accounts.sql), so the redeem hot path, recovery and
@@ -14,13 +14,13 @@ export async function lockAccount(tx: Queryable, customerId: number, mode: Mode)
   await tx.query('select account_lock($1, $2)', [customerId, mode], 'account_lock');
 }
 
-/** A refusal of billing_hold (step 12 of contract section 3). */
+/** A refusal of billing_hold (step 12 of docs/reference/redeem.md#validation-order). */
 export interface BillingRefusal {
   refusal: 'unknown_customer' | 'no_plan' | 'subscription_expired' | 'quota_exceeded' | 'insufficient_funds';
   subExpiresAt?: string;
 }
 
-/** The contract's answer to a billing refusal decided at `now`. */
+/** The answer to a billing refusal decided at `now` (docs/reference/billing-and-quota.md#billing-a-redeem). */
 export function billingRefusalError(r: BillingRefusal, now: Date): ApiError {
   switch (r.refusal) {
     case 'unknown_customer':
@@ -46,6 +46,6 @@ export function billingRefusalError(r: BillingRefusal, now: Date): ApiError {
 }
 
 /** Refunds one held request of a job: a wallet one while any is open, else an included one. */
-export async function releaseOne(tx: Queryable, jobId: string): Promise<void> {
-  await tx.query('select billing_release_one($1)', [jobId], 'release_one');
+export async function releaseOne(tx: Queryable, customerId: number, jobId: string): Promise<void> {
+  await tx.query('select billing_release_one($1, $2)', [customerId, jobId], 'release_one');
 }

@@ -1,4 +1,4 @@
-// Money across customers per UTC day (issue 36: the overview's money plot and its CSV): top-ups,
+// Money across customers per UTC day (the overview's money plot and its CSV): top-ups,
 // charges, refunds and adjustments from the wallet ledger (append-only, so derived, never kept),
 // of one mode or both, for a range of days (statementRange's rules: default the 30 days ending
 // today, at most 366). Charges count redeems' charges and quarantine settlements as positive

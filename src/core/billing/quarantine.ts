@@ -1,4 +1,4 @@
-// Settling quarantined codes (contract section 3: `quarantined` is held until checked). A code
+// Settling quarantined codes (docs/reference/redeem.md#dispositions: `quarantined` is held until checked). A code
 // whose activation outcome is unknown may have been consumed upstream. A status check settles it:
 //   used   → the code is gone: a stock code is deleted, and one request is billed, as code_used;
 //   unused → a stock code goes back to stock; a caller code stays kept; nothing is billed.
@@ -7,15 +7,9 @@
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
 import type { RedeemDeps } from '../context.ts';
-import { decryptCode } from '../crypto/code-crypto.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import type { Mode } from '../vocabulary.ts';
-
-/** A first check waits this long after the attempt: a slow upstream may still be working on it. */
-export const FIRST_CHECK_AFTER_MS = 60_000;
-/** Pauses between checks of a code the upstream cannot tell about: 1 min, doubling, at most 1 h. */
-const checkBackoffMs = (attempts: number) => Math.min(3_600_000, 60_000 * 2 ** Math.max(0, attempts - 1));
 
 export type Settlement = 'used' | 'unused';
 
@@ -39,7 +33,7 @@ export async function listQuarantined(
   const r = await q.query<QuarantinedCode>(
     `select c.job_id as "jobId", c.position, j.customer_id as "customerId", j.mode, j.source, c.stock_id as "stockId",
             c.last4, c.category, c.finished_at as "quarantinedAt", c.check_attempts as "checkAttempts"
-       from job_codes c join jobs j on j.id = c.job_id
+       from job_codes c join jobs j on j.customer_id = c.customer_id and j.id = c.job_id
       where c.disposition = 'quarantined' and c.settled_at is null and not c.reused
         and ($1::bigint is null or j.customer_id = $1) and ($2::text is null or j.mode = $2)
       order by c.finished_at, c.job_id, c.position
@@ -48,6 +42,55 @@ export async function listQuarantined(
   );
   return r.rows;
 }
+
+/**
+ * How long the quarantine list keeps a settled code, with how it settled, after it settled: a
+ * week, so an operator asked "what happened to my code" on Monday can still read Friday's
+ * settlement (the settlement itself stays on the job's code for good).
+ */
+export const QUARANTINE_SETTLED_DAYS = 7;
+
+export interface SettledCode extends QuarantinedCode {
+  settlement: Settlement;
+  settledAt: Date;
+  /** What settled it: the status check (automatic, or run by an operator), or an operator's word. */
+  settledBy: 'check' | 'operator';
+  /** The operator who settled it or ran the check; null for the automatic check. */
+  settledActor: string | null;
+}
+
+/** Codes settled in the last QUARANTINE_SETTLED_DAYS days, newest settlement first. */
+export async function listSettledQuarantine(
+  q: Queryable,
+  now: Date,
+  filter: { customerId?: number; mode?: Mode; limit?: number } = {},
+): Promise<SettledCode[]> {
+  const r = await q.query<SettledCode>(
+    `select c.job_id as "jobId", c.position, j.customer_id as "customerId", j.mode, j.source, c.stock_id as "stockId",
+            c.last4, c.category, c.finished_at as "quarantinedAt", c.check_attempts as "checkAttempts",
+            c.settlement, c.settled_at as "settledAt", c.settled_by as "settledBy", c.settled_actor as "settledActor"
+       from job_codes c join jobs j on j.customer_id = c.customer_id and j.id = c.job_id
+      where c.disposition = 'quarantined' and c.settled_at is not null and c.settled_at >= $1
+        and ($2::bigint is null or j.customer_id = $2) and ($3::text is null or j.mode = $3)
+      order by c.settled_at desc, c.job_id, c.position
+      limit $4`,
+    [
+      new Date(now.getTime() - QUARANTINE_SETTLED_DAYS * 86_400_000),
+      filter.customerId ?? null,
+      filter.mode ?? null,
+      filter.limit ?? 500,
+    ],
+  );
+  return r.rows;
+}
+
+export const settledView = (c: SettledCode) => ({
+  ...quarantinedView(c),
+  settlement: c.settlement,
+  settled_at: isoUtc(c.settledAt),
+  settled_by: c.settledBy,
+  settled_actor: c.settledActor,
+});
 
 export const quarantinedView = (c: QuarantinedCode) => ({
   job_id: c.jobId,
@@ -80,12 +123,20 @@ export async function settleQuarantined(
 ): Promise<boolean> {
   const { clock } = deps;
   const settled = await deps.db.transaction(async (tx) => {
+    // The job's customer first, so the settlement runs on that customer's worker on Citus.
+    const owner = await tx.query<{ customerId: number }>(
+      'select customer_id as "customerId" from jobs where id = $1',
+      [ref.jobId],
+    );
+    const customerId = owner.rows[0]?.customerId;
+    if (customerId === undefined) return null;
     const r = await tx.query<{ settled: { customer_id: number; mode: Mode; wallet_micros: number } | null }>(
-      'select quarantine_settle($1, $2, $3, $4, $5) as settled',
-      [ref.jobId, ref.position, settlement, by, clock.now()],
+      // Who settled it is kept beside the settlement for the quarantine list (the audit row says it too).
+      'select quarantine_settle($1, $2, $3, $4, $5, $6, $7) as settled',
+      [customerId, ref.jobId, ref.position, settlement, by, clock.now(), actor?.name ?? null],
     );
     const done = r.rows[0]!.settled;
-    if (done && actor)
+    if (done && actor) {
       await recordAudit(
         tx,
         actor,
@@ -104,6 +155,7 @@ export async function settleQuarantined(
         },
         clock,
       );
+    }
     return done;
   });
   // Counted after the commit: a rolled-back settlement counts nothing.
@@ -115,87 +167,4 @@ export async function settleQuarantined(
       walletMicros: settled.wallet_micros,
     });
   return settled !== null;
-}
-
-export interface CheckSummary {
-  checked: number;
-  used: number;
-  unused: number;
-  unknown: number;
-}
-
-/**
- * One pass of the status check: claims up to `limit` quarantined codes that are due (a claim
- * pushes the next check back, so two processes never check one code at once), asks the
- * activator, and settles what it can tell. With `all`, codes are due at once (the operator asked).
- */
-export async function checkQuarantined(
-  deps: RedeemDeps,
-  opts: {
-    limit?: number;
-    all?: boolean;
-    /** The operator who asked for this check: each code it settles is audited as theirs. */
-    actor?: Actor;
-  } = {},
-): Promise<CheckSummary> {
-  const now = deps.clock.now();
-  const claimed = await deps.db.query<{
-    jobId: string;
-    position: number;
-    customerId: number;
-    mode: Mode;
-    codeHash: string;
-    codeEncrypted: string;
-    last4: string;
-    attempts: number;
-  }>(
-    `update job_codes c set check_attempts = c.check_attempts + 1, next_check_at = $2
-       from jobs j
-      where j.id = c.job_id and (c.job_id, c.position) in (
-              select job_id, position from job_codes
-               where disposition = 'quarantined' and settled_at is null and not reused
-                 and ($4 or coalesce(next_check_at, finished_at + $5 * interval '1 millisecond') <= $1)
-               order by finished_at limit $3
-               for update skip locked)
-      returning c.job_id as "jobId", c.position, j.customer_id as "customerId", j.mode, c.code_hash as "codeHash",
-                c.code_encrypted as "codeEncrypted", c.last4,
-                c.check_attempts as attempts`,
-    [
-      now,
-      new Date(now.getTime() + checkBackoffMs(1)),
-      opts.limit ?? 50,
-      opts.all === true,
-      FIRST_CHECK_AFTER_MS,
-    ],
-  );
-  const summary: CheckSummary = { checked: 0, used: 0, unused: 0, unknown: 0 };
-  for (const c of claimed.rows) {
-    summary.checked += 1;
-    let answer: { redeemed: boolean } | null = null;
-    try {
-      answer = await deps.activatorFor(c.mode).status({
-        mode: c.mode,
-        code: decryptCode(deps.codeKey, c.codeEncrypted, {
-          table: 'job_codes',
-          customerId: c.customerId,
-          mode: c.mode,
-          codeHash: c.codeHash,
-        }),
-      });
-    } catch (err) {
-      deps.logger.warn({ err, jobId: c.jobId, last4: c.last4 }, 'status check failed');
-    }
-    if (!answer) {
-      summary.unknown += 1;
-      await deps.db.query('update job_codes set next_check_at = $3 where job_id = $1 and position = $2', [
-        c.jobId,
-        c.position,
-        new Date(now.getTime() + checkBackoffMs(c.attempts)),
-      ]);
-      continue;
-    }
-    const settlement: Settlement = answer.redeemed ? 'used' : 'unused';
-    if (await settleQuarantined(deps, c, settlement, 'check', opts.actor)) summary[settlement] += 1;
-  }
-  return summary;
 }

@@ -1,5 +1,5 @@
-// A statement as CSV (contract 13.7): RFC 4180, UTF-8, a header row, one row per day, `codes`
-// flattened as codes_activated …, money as in contract section 0 (`12.5`, `0.0035`, `0`).
+// A statement as CSV (docs/reference/statements.md#csv): RFC 4180, UTF-8, a header row, one row per day, `codes`
+// flattened as codes_activated …, money as in docs/reference/keys-and-modes.md#conventions (`12.5`, `0.0035`, `0`).
 // Written by csv-stringify (the node-csv project: maintained for a decade, no dependencies,
 // RFC 4180 quoting and CRLF records), not by hand: a future text column (a note, a customer
 // name) then cannot break the quoting.

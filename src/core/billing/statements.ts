@@ -1,4 +1,4 @@
-// Statements (contract 13.7): per UTC day of a range, the requests billed from the include and
+// Statements (docs/reference/statements.md#the-request): per UTC day of a range, the requests billed from the include and
 // from the wallet, the outcomes, and the money, for one customer and mode. Derived, never kept
 // as a second total: money from the wallet ledger (append-only), counts from the usage counters
 // (daily_usage: requests held or billed by the day they were held; the usage rollup and job rows:
@@ -19,7 +19,7 @@ export const MAX_STATEMENT_DAYS = 366;
 /** Days in a statement when the caller names no `from`. */
 export const DEFAULT_STATEMENT_DAYS = 30;
 const DAY_MS = 86_400_000;
-/** The days a statement may name (issue 35: `to=9999-12-31` was a 500). */
+/** The days a statement may name (`to=9999-12-31` was a 500). */
 const FIRST_DAY = '2000-01-01';
 const LAST_DAY = '9999-12-31';
 
@@ -75,8 +75,8 @@ export async function statementDays(
 ): Promise<StatementDayMicros[]> {
   const after = new Date(range.end.getTime() + DAY_MS);
   const params = [owner.customerId, owner.mode, range.start, after];
-  // Ledger kinds today are topup, charge (redeems and quarantine settlements) and, once contract
-  // 13.3 lands, refund, settlement and adjustment. Charges, refunds and settlements are the
+  // Ledger kinds written today are topup, adjustment and charge (redeems and quarantine
+  // settlements); refund and settlement are reserved names. Charges, refunds and settlements are the
   // wallet's charges net; topups are topups; every other kind, known now or added later, counts
   // as an adjustment, so a new kind can never make a day stop reconciling.
   const [opening, ledger, usage, rollup] = await Promise.all([
@@ -101,7 +101,7 @@ export async function statementDays(
     q.query<{ day: string; used: number; overage: number }>(
       `select to_char(day, 'YYYY-MM-DD') as day, used, overage from daily_usage
         where customer_id = $1 and mode = $2 and day >= $3::date and day <= $4::date`,
-      // The last day itself: the day after 9999-12-31 has no YYYY-MM-DD (issue 35).
+      // The last day itself: the day after 9999-12-31 has no YYYY-MM-DD.
       [owner.customerId, owner.mode, utcDay(range.start), utcDay(range.end)],
       'statement_usage',
     ),
@@ -146,7 +146,7 @@ export async function statementDays(
   });
 }
 
-/** The contract's JSON shape of days and totals (money as USD numbers, exact). */
+/** The JSON shape of days and totals (docs/reference/statements.md#the-answer) (money as USD numbers, exact). */
 export function statementView(days: StatementDayMicros[]) {
   const money = (
     d: Pick<StatementDayMicros, 'charged' | 'topups' | 'adjustments' | 'opening' | 'closing'>,

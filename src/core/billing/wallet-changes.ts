@@ -1,4 +1,4 @@
-// The operator's wallet writes (contract 13.3): a top-up, or a correcting adjustment of either
+// The operator's wallet writes (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments): a top-up, or a correcting adjustment of either
 // sign. Each is one transaction: the Idempotency-Key, the ledger entry (through appendLedger, with
 // the operator and request), the audit row and the stored answer, so a replay is byte-identical
 // and writes nothing.

@@ -1,4 +1,4 @@
-// Alerts to a customer's owners in the chat (contract 14.6): the live wallet under an owner's
+// Alerts to a customer's owners in the chat (docs/reference/bot.md#alerts): the live wallet under an owner's
 // threshold, a required subscription expiring within 3 days or expired, a live stock category
 // at 0 available, webhook events that ended failed. Each condition's state is a row of
 // bot_alert_states; an alert is sent when a conditional update flips it on (or moves its mark to
@@ -171,7 +171,7 @@ async function webhookFailures(
 }
 
 /** An owner's settings for /alerts. */
-export async function alertSettings(q: Queryable, userId: string) {
+async function alertSettings(q: Queryable, userId: string) {
   const r = await q.query<{ threshold: string | null; off: boolean }>(
     'select alert_balance_micros as threshold, alerts_off as off from bot_users where id = $1',
     [userId],
@@ -180,11 +180,12 @@ export async function alertSettings(q: Queryable, userId: string) {
   return { thresholdMicros: row?.threshold == null ? null : Number(row.threshold), off: row?.off ?? false };
 }
 
+/** /alerts: makes the change asked for (none: only shows them), then the owner's settings as they stand. */
 export async function setAlertSettings(
   q: Queryable,
   userId: string,
   change: { thresholdMicros?: number | null; off?: boolean },
-): Promise<void> {
+): Promise<{ thresholdMicros: number | null; off: boolean }> {
   if (change.thresholdMicros !== undefined)
     await q.query('update bot_users set alert_balance_micros = $2 where id = $1', [
       userId,
@@ -192,4 +193,5 @@ export async function setAlertSettings(
     ]);
   if (change.off !== undefined)
     await q.query('update bot_users set alerts_off = $2 where id = $1', [userId, change.off]);
+  return alertSettings(q, userId);
 }

@@ -1,4 +1,4 @@
-// The checker's daily cap (contract 14.4): at most BOT_CHECKS_PER_DAY codes per customer and UTC
+// The checker's daily cap (docs/reference/bot.md#commands): at most BOT_CHECKS_PER_DAY codes per customer and UTC
 // day, counted in the database so every process shares it.
 import type { Queryable } from '../../db/database.ts';
 

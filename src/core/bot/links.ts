@@ -1,4 +1,4 @@
-// Who may use the chat bot (contract 14.2): single-use link tokens the operator issues, and the
+// Who may use the chat bot (docs/reference/bot.md#links-and-roles): single-use link tokens the operator issues, and the
 // Telegram users bound with them, each to one customer as owner or staff. The token is shown once
 // and stored only as its sha256; the binding, its link's use and the audit row are one commit.
 import { createHash } from 'node:crypto';
@@ -77,6 +77,15 @@ export async function bindWithToken(
   },
 ): Promise<BindResult> {
   const now = clock.now();
+  // The link's customer first (a read, on Citus of every worker: binding is rare), then its row
+  // locked on that customer's worker (docs/running/citus.md#one-worker-per-statement).
+  const owner = (
+    await tx.query<{ customerId: number }>(
+      'select customer_id as "customerId" from bot_links where token_hash = $1',
+      [tokenHash(input.token)],
+    )
+  ).rows[0];
+  if (!owner) return { kind: 'unknown' };
   const link = (
     await tx.query<{
       id: string;
@@ -90,24 +99,30 @@ export async function bindWithToken(
       `select l.id, l.customer_id as "customerId", l.role, l.expires_at as "expiresAt", l.used_at as "usedAt",
               c.name as "customerName", c.disabled_at is not null as disabled
          from bot_links l join customers c on c.id = l.customer_id
-        where l.token_hash = $1
+        where l.customer_id = $2 and c.id = $2 and l.token_hash = $1
         for update of l`,
-      [tokenHash(input.token)],
+      [tokenHash(input.token), owner.customerId],
     )
   ).rows[0];
   if (!link) return { kind: 'unknown' };
   if (link.usedAt) return { kind: 'used' };
   if (new Date(link.expiresAt).getTime() <= now.getTime()) return { kind: 'expired' };
   if (link.disabled) return { kind: 'disabled' };
+  // A person is bound to one customer at a time. The binding's key holds that within a customer;
+  // across customers this lock on the person does (every binding is made here, under it), and
+  // the look below may ask every worker on Citus.
+  await tx.query("select pg_advisory_xact_lock(hashtextextended('bot_user:' || $1::text, 7203118452))", [
+    input.telegramUserId,
+  ]);
   const current = (
     await tx.query<{ id: string; customerId: number; role: BotRole }>(
-      `select id, customer_id as "customerId", role from bot_users where telegram_user_id = $1 and unbound_at is null
-        for update`,
+      `select id, customer_id as "customerId", role from bot_users where telegram_user_id = $1 and unbound_at is null`,
       [input.telegramUserId],
     )
   ).rows[0];
   if (current && Number(current.customerId) !== Number(link.customerId)) return { kind: 'other_customer' };
-  await tx.query('update bot_links set used_at = $2, used_by = $3 where id = $1', [
+  await tx.query('update bot_links set used_at = $3, used_by = $4 where customer_id = $1 and id = $2', [
+    link.customerId,
     link.id,
     now,
     input.telegramUserId,
@@ -122,12 +137,16 @@ export async function bindWithToken(
     why: nowStaff ? 'the person was bound again as staff' : 'the person was bound to another customer',
   });
   let userId: string;
-  if (current) {
+  // Bound again: the binding is updated, unless it was unbound meanwhile (then a new one).
+  const again = current
+    ? await tx.query(
+        `update bot_users set role = $3, chat_id = $4, username = $5, link_id = $6, last_seen_at = $7
+          where customer_id = $1 and id = $2 and unbound_at is null`,
+        [current.customerId, current.id, link.role, input.chatId, input.username, link.id, now],
+      )
+    : null;
+  if (current && again?.rowCount === 1) {
     userId = current.id;
-    await tx.query(
-      'update bot_users set role = $2, chat_id = $3, username = $4, link_id = $5, last_seen_at = $6 where id = $1',
-      [userId, link.role, input.chatId, input.username, link.id, now],
-    );
   } else {
     userId = `bu_${randomBase62(24)}`;
     await tx.query(

@@ -1,4 +1,4 @@
-// Long polling has one owner at a time across processes (contract 14.1): a lease row in the
+// Long polling has one owner at a time across processes (docs/reference/bot.md#running-the-bot): a lease row in the
 // database, taken when free or run out, renewed by its holder, given up at a graceful stop. A
 // process that dies stops renewing; another takes over once the lease runs out.
 import type { Queryable } from '../../db/database.ts';

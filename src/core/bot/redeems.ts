@@ -1,4 +1,4 @@
-// The manual redeem from the chat (contract 14.4): a confirmation (bot_redeems) shown with two
+// The manual redeem from the chat (docs/reference/bot.md#commands): a confirmation (bot_redeems) shown with two
 // buttons, started by the first press of Redeem as a job of channel `bot`, which the job worker
 // runs like any async job; nothing is held or billed (redeem_create_job with channel bot). The
 // confirmation row is the redeem's only idempotency: its state moves once from `confirming`, in
@@ -9,17 +9,35 @@ import { loadAccountState } from '../accounts/accounts.ts';
 import { type Clock, utcDay } from '../clock.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { codeHash, decryptCode, encryptCode } from '../crypto/code-crypto.ts';
+import { ApiError } from '../errors.ts';
 import { newJobId, randomBase62 } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import { createJob, drawStock, type NewCode } from '../jobs/create.ts';
-import type { RedeemSelection } from '../redeem/request.ts';
+import type { RedeemRequest, RedeemSelection } from '../redeem/request.ts';
+import { categoryUc } from '../stock/catalog.ts';
+import { chooseForUc } from '../stock/chooser.ts';
+import { availableCounts } from '../stock/stock.ts';
 import type { Mode } from '../vocabulary.ts';
+import { cancelPendingTopups } from './topups.ts';
 
 /**
- * /cancel: the person's confirmations still waiting for a press end (cancelled); returns how many.
- * Their messages keep their buttons, and a press on one answers that it was decided already.
+ * /cancel, in the update's own transaction: everything of the person still waiting ends, their
+ * redeem confirmations and their live top-up requests of this customer (an invoice of one can no
+ * longer be paid); returns how many of each.
  */
-export async function cancelConfirmations(q: Queryable, telegramUserId: number, now: Date): Promise<number> {
+export async function cancelWaiting(
+  tx: Queryable,
+  who: { telegramUserId: number; customerId: number; now: Date },
+): Promise<{ redeems: number; topups: number }> {
+  const redeems = await cancelConfirmations(tx, who.telegramUserId, who.now);
+  return { redeems, topups: (await cancelPendingTopups(tx, who)).length };
+}
+
+/**
+ * The person's confirmations still waiting for a press end (cancelled); returns how many. Their
+ * messages keep their buttons, and a press on one answers that it was decided already.
+ */
+async function cancelConfirmations(q: Queryable, telegramUserId: number, now: Date): Promise<number> {
   const r = await q.query(
     `update bot_redeems set state = 'cancelled', decided_at = $2, request = null
       where telegram_user_id = $1 and state = 'confirming'`,
@@ -28,7 +46,7 @@ export async function cancelConfirmations(q: Queryable, telegramUserId: number, 
   return r.rowCount;
 }
 
-/** A press of Redeem later than this runs nothing (14.4). */
+/** A press of Redeem later than this runs nothing (docs/reference/bot.md#commands). */
 export const CONFIRM_TTL_MS = 10 * 60 * 1000;
 
 export interface BotCaller {
@@ -49,8 +67,8 @@ export interface RedeemSummary {
   packs: { category: string; count: number }[] | null;
 }
 
-/** What the account allows a bot redeem (14.4): a disabled customer or a lapsed required subscription refuse it. */
-export function botRedeemRefusal(state: AccountState | null, now: Date): string | null {
+/** What the account allows a bot redeem (docs/reference/bot.md#commands): a disabled customer or a lapsed required subscription refuse it. */
+function botRedeemRefusal(state: AccountState | null, now: Date): string | null {
   if (!state || state.disabled) return 'customer_disabled: this account is disabled; ask the operator';
   const sub = state.subscription;
   if (sub.required && sub.expiresAt && sub.expiresAt.getTime() <= now.getTime())
@@ -58,8 +76,51 @@ export function botRedeemRefusal(state: AccountState | null, now: Date): string 
   return null;
 }
 
+/** What /redeem made of a valid request: a confirmation waiting for its press, or a refusal of the account. */
+export type BotRedeemAsk =
+  | { kind: 'confirm'; id: string; summary: RedeemSummary }
+  | { kind: 'refused'; line: string };
+
+/**
+ * /redeem, once its request is valid, in the update's own transaction `tx`: what the account
+ * allows a bot redeem (a refusal is a value), the stock the request needs (`no_stock`, thrown as
+ * step 11 of docs/reference/redeem.md#validation-order throws it), then the confirmation
+ * recorded. Nothing is reserved until the press.
+ */
+export async function prepareBotRedeem(
+  tx: Queryable,
+  deps: { codeKey: Buffer; clock: Clock },
+  caller: BotCaller,
+  req: RedeemRequest,
+): Promise<BotRedeemAsk> {
+  const now = deps.clock.now();
+  const state = await loadAccountState(tx, caller.customerId, caller.mode, utcDay(now));
+  const refusal = botRedeemRefusal(state, now);
+  if (refusal) return { kind: 'refused', line: refusal };
+  const summary = await summaryOf(tx, caller, req);
+  const id = await createConfirmation(tx, deps, caller, { playerId: req.playerId, selection: req, summary });
+  return { kind: 'confirm', id, summary };
+}
+
+/** What the confirmation shows, with the stock check (no_stock) before anything is reserved. */
+async function summaryOf(q: Queryable, caller: BotCaller, req: RedeemRequest): Promise<RedeemSummary> {
+  if (req.source === 'codes')
+    return { player_id: req.playerId, codes: req.codes.length, source: 'codes', uc: null, packs: null };
+  const available = await availableCounts(q, caller.customerId, caller.mode);
+  const picks = 'packs' in req ? req.packs : chooseForUc(req.uc, available);
+  if (!picks || picks.some((p) => (available[p.category] ?? 0) < p.count))
+    throw new ApiError('no_stock', 'not enough stock for this request; add codes with /addstock');
+  return {
+    player_id: req.playerId,
+    codes: picks.reduce((n, p) => n + p.count, 0),
+    source: 'stock',
+    uc: picks.reduce((n, p) => n + p.count * categoryUc(p.category), 0),
+    packs: picks.map((p) => ({ category: p.category, count: p.count })),
+  };
+}
+
 /** Records a confirmation waiting for its press; the caller's codes are kept encrypted. */
-export async function createConfirmation(
+async function createConfirmation(
   q: Queryable,
   deps: { codeKey: Buffer; clock: Clock },
   caller: BotCaller,
@@ -153,13 +214,21 @@ export async function pressConfirmation(
   },
 ): Promise<PressResult> {
   const now = deps.clock.now();
+  // The confirmation's customer first (it may be a former binding's), then its row locked on that
+  // customer's worker (docs/running/citus.md#one-worker-per-statement).
+  const owner = (
+    await tx.query<{ customerId: number }>(
+      'select customer_id as "customerId" from bot_redeems where id = $1',
+      [input.id],
+    )
+  ).rows[0];
   const row = (
     await tx.query<ConfirmationRow>(
       `select id, customer_id as "customerId", mode, telegram_user_id as "telegramUserId", chat_id as "chatId",
               message_id as "messageId", player_id as "playerId", request, summary, state, created_at as "createdAt",
               bot_user_id as "botUserId"
-         from bot_redeems where id = $1 for update`,
-      [input.id],
+         from bot_redeems where customer_id = $2 and id = $1 for update`,
+      [input.id, owner?.customerId ?? null],
     )
   ).rows[0];
   if (!row || Number(row.telegramUserId) !== input.presser.telegramUserId)
@@ -167,11 +236,10 @@ export async function pressConfirmation(
   const mode = row.mode;
   if (row.state !== 'confirming') return { mode, kind: 'gone', why: 'done' };
   const end = async (state: 'cancelled' | 'expired') =>
-    tx.query(`update bot_redeems set state = $2, decided_at = $3, request = null where id = $1`, [
-      row.id,
-      state,
-      now,
-    ]);
+    tx.query(
+      `update bot_redeems set state = $3, decided_at = $4, request = null where customer_id = $1 and id = $2`,
+      [row.customerId, row.id, state, now],
+    );
   // Made under another binding (the person was unbound, or bound to another customer, since): void.
   if (
     Number(row.customerId) !== input.presser.customerId ||
@@ -189,7 +257,7 @@ export async function pressConfirmation(
     return { mode, kind: 'cancelled' };
   }
   const caller = { customerId: Number(row.customerId), mode: row.mode };
-  // Checked again at the press (14.4): the account may have changed since the confirmation.
+  // Checked again at the press (docs/reference/bot.md#commands): the account may have changed since the confirmation.
   await tx.query('select account_lock($1, $2)', [caller.customerId, caller.mode]);
   const state = await loadAccountState(tx, caller.customerId, caller.mode, utcDay(now));
   const refusal = botRedeemRefusal(state, now);
@@ -215,8 +283,8 @@ export async function pressConfirmation(
   await tx.query(
     `update bot_redeems set state = 'started', job_id = $2, decided_at = $3, request = null,
             summary = summary || $4::jsonb
-      where id = $1`,
-    [row.id, jobId, now, JSON.stringify({ codes: codes.length })],
+      where customer_id = $5 and id = $1`,
+    [row.id, jobId, now, JSON.stringify({ codes: codes.length }), row.customerId],
   );
   return {
     mode,
@@ -281,72 +349,4 @@ async function createBotJob(
     codes: x.codes,
     channel: 'bot',
   });
-}
-
-/** A started bot redeem as the progress loop reports it. */
-export interface StartedRedeem {
-  id: string;
-  chatId: number;
-  messageId: number | null;
-  mode: Mode;
-  jobId: string;
-  reportedDone: number;
-  summary: RedeemSummary;
-  jobStatus: string;
-  total: number;
-  done: number;
-}
-
-/** Started bot redeems whose progress or end is not reported yet (oldest first). */
-export async function startedRedeems(q: Queryable, limit = 50): Promise<StartedRedeem[]> {
-  const r = await q.query<StartedRedeem>(
-    `select b.id, b.chat_id as "chatId", b.message_id as "messageId", b.mode, b.job_id as "jobId",
-            b.reported_done as "reportedDone", b.summary, j.status as "jobStatus", j.total,
-            (select count(*)::int from job_codes c where c.job_id = j.id and c.state = 'done') as done
-       from bot_redeems b join jobs j on j.id = b.job_id
-      where b.state = 'started'
-      order by b.created_at limit $1`,
-    [limit],
-  );
-  return r.rows.map((row) => ({
-    ...row,
-    chatId: Number(row.chatId),
-    messageId: row.messageId === null ? null : Number(row.messageId),
-  }));
-}
-
-/** Moves the reported count forward; false when another process reported it first. */
-export async function markReported(q: Queryable, id: string, from: number, to: number): Promise<boolean> {
-  const r = await q.query(
-    `update bot_redeems set reported_done = $3 where id = $1 and state = 'started' and reported_done = $2`,
-    [id, from, to],
-  );
-  return r.rowCount > 0;
-}
-
-/** Marks the end reported; false when another process did (so the final message is sent once). */
-export async function markFinished(q: Queryable, id: string, now: Date): Promise<boolean> {
-  const r = await q.query(
-    `update bot_redeems set state = 'finished', finished_at = $2 where id = $1 and state = 'started'`,
-    [id, now],
-  );
-  return r.rowCount > 0;
-}
-
-/** Confirmations nobody pressed within 10 minutes: ended, their codes dropped. Returns them. */
-export async function expireConfirmations(
-  q: Queryable,
-  now: Date,
-): Promise<{ id: string; chatId: number; messageId: number | null }[]> {
-  const r = await q.query<{ id: string; chatId: number; messageId: number | null }>(
-    `update bot_redeems set state = 'expired', decided_at = $1, request = null
-      where state = 'confirming' and created_at < $2
-     returning id, chat_id as "chatId", message_id as "messageId"`,
-    [now, new Date(now.getTime() - CONFIRM_TTL_MS)],
-  );
-  return r.rows.map((x) => ({
-    id: x.id,
-    chatId: Number(x.chatId),
-    messageId: x.messageId === null ? null : Number(x.messageId),
-  }));
 }

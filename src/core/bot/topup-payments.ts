@@ -1,4 +1,4 @@
-// Telegram payments of top-up invoices (contract 14.5): the pre-checkout verdict, and each payment
+// Telegram payments of top-up invoices (docs/reference/bot.md#top-ups): the pre-checkout verdict, and each payment
 // recorded once per telegram_payment_charge_id (topup_payments), credited or unmatched.
 //
 // A payment credits what was paid, and only to the customer of a pending request the payer owns
@@ -18,6 +18,7 @@ import {
   invoiceAmount,
   listTopupRequests,
   lockRequest,
+  spendableBalance,
   type TopupListState,
   type TopupRow,
   topupView,
@@ -112,7 +113,7 @@ export function unmatchedLine(mismatch: Mismatch): string {
 }
 
 export type PaymentOutcome =
-  | { kind: 'credited'; request: TopupRow }
+  | { kind: 'credited'; request: TopupRow /** What the wallet may spend now. */; balanceMicros: number }
   | { kind: 'unmatched'; id: string; mismatch: Mismatch };
 
 /**
@@ -198,7 +199,11 @@ export async function recordPayment(
     `update topup_requests set state = 'paid', decided_at = $2, decided_by = $3 where id = $1 and state = 'pending'`,
     [request.id, now, actor.name],
   );
-  return { kind: 'credited', request: { ...request, state: 'paid', decidedAt: now, decidedBy: actor.name } };
+  return {
+    kind: 'credited',
+    request: { ...request, state: 'paid', decidedAt: now, decidedBy: actor.name },
+    balanceMicros: await spendableBalance(tx, clock, request.customerId, request.mode),
+  };
 }
 
 interface UnmatchedRow {

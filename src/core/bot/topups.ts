@@ -1,4 +1,4 @@
-// Wallet top-ups from the chat (contract 14.5). Test mode credits the test wallet at once; a live
+// Wallet top-ups from the chat (docs/reference/bot.md#top-ups). Test mode credits the test wallet at once; a live
 // top-up is a request (`tpr_…`, pending for 7 days) paid with a Telegram invoice (topup-payments.ts)
 // or decided by an operator. Every credit is one ledger entry through appendLedger (the one writer
 // of the ledger), with its audit row, in one transaction: an approval once per request (its state
@@ -10,8 +10,9 @@
 // `rejected`, decided_by the one who made the change and a reason starting with `voided:`; it
 // can no longer be paid or approved.
 import type { Queryable } from '../../db/database.ts';
-import { appendLedger } from '../billing/wallet.ts';
-import { type Clock, isoUtc } from '../clock.ts';
+import { loadAccountState, spendableMicros } from '../accounts/accounts.ts';
+import { appendLedger, recentLedgerEntries } from '../billing/wallet.ts';
+import { type Clock, isoUtc, utcDay } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
 import { usdNumber } from '../money.ts';
@@ -126,19 +127,38 @@ export async function creditTopup(
   return entryId;
 }
 
-/** The person's test wallet credited at once (test money, as a test key's world is). */
+/**
+ * The person's test wallet credited at once (test money, as a test key's world is); returns what
+ * the test wallet may spend now.
+ */
 export async function creditTestTopup(
   tx: Queryable,
   clock: Clock,
   actor: Actor,
   input: { customerId: number; usdMicros: number },
-): Promise<void> {
+): Promise<number> {
   await creditTopup(tx, clock, actor, {
     customerId: input.customerId,
     mode: 'test',
     usdMicros: input.usdMicros,
     note: 'test top-up from the chat bot',
   });
+  return spendableBalance(tx, clock, input.customerId, 'test');
+}
+
+/** What a wallet may spend now (its balance less its holds): the balance the bot's replies show. */
+export async function spendableBalance(q: Queryable, clock: Clock, customerId: number, mode: Mode) {
+  const state = await loadAccountState(q, customerId, mode, utcDay(clock.now()));
+  return state ? spendableMicros(state) : 0;
+}
+
+/** /wallet: what the wallet may spend, its 10 newest ledger entries and the pending top-up requests. */
+export async function walletOverview(q: Queryable, clock: Clock, customerId: number, mode: Mode) {
+  return {
+    balanceMicros: await spendableBalance(q, clock, customerId, mode),
+    entries: await recentLedgerEntries(q, customerId, mode, 10),
+    pending: await pendingTopups(q, customerId),
+  };
 }
 
 /** A live top-up request of the person (their binding) for the customer, pending for 7 days. */
@@ -190,8 +210,18 @@ export async function findRequest(q: Queryable, id: string): Promise<TopupRow | 
   return r.rows[0] ? rowFrom(r.rows[0]) : null;
 }
 
+/** Locked: its customer read first, then its row on that customer's worker (docs/running/citus.md). */
 export async function lockRequest(tx: Queryable, id: string): Promise<TopupRow | null> {
-  const r = await tx.query<TopupRow>(`select ${COLUMNS} from topup_requests where id = $1 for update`, [id]);
+  const owner = await tx.query<{ customerId: number }>(
+    'select customer_id as "customerId" from topup_requests where id = $1',
+    [id],
+  );
+  const customerId = owner.rows[0]?.customerId;
+  if (customerId === undefined) return null;
+  const r = await tx.query<TopupRow>(
+    `select ${COLUMNS} from topup_requests where customer_id = $1 and id = $2 for update`,
+    [customerId, id],
+  );
   return r.rows[0] ? rowFrom(r.rows[0]) : null;
 }
 
@@ -199,7 +229,10 @@ export async function lockRequest(tx: Queryable, id: string): Promise<TopupRow |
 async function stillPending(tx: Queryable, row: TopupRow, now: Date): Promise<boolean> {
   if (row.state !== 'pending') return false;
   if (row.expiresAt.getTime() > now.getTime()) return true;
-  await tx.query(`update topup_requests set state = 'expired', decided_at = $2 where id = $1`, [row.id, now]);
+  await tx.query(
+    `update topup_requests set state = 'expired', decided_at = $3 where customer_id = $1 and id = $2`,
+    [row.customerId, row.id, now],
+  );
   row.state = 'expired';
   return false;
 }
@@ -230,8 +263,8 @@ export async function approveTopup(
       details: { topup_request: row.id },
     });
     await tx.query(
-      `update topup_requests set state = 'approved', decided_at = $2, decided_by = $3 where id = $1`,
-      [row.id, now, actor.name],
+      `update topup_requests set state = 'approved', decided_at = $3, decided_by = $4 where customer_id = $1 and id = $2`,
+      [row.customerId, row.id, now, actor.name],
     );
     return {
       request: { ...row, state: 'approved', decidedAt: now, decidedBy: actor.name, reason: null },
@@ -254,8 +287,9 @@ export async function rejectTopup(
     if (!(await stillPending(tx, row, now)))
       throw new ApiError('conflict', `the top-up request is ${row.state}, not pending`);
     await tx.query(
-      `update topup_requests set state = 'rejected', decided_at = $2, decided_by = $3, reason = $4 where id = $1`,
-      [row.id, now, actor.name, reason],
+      `update topup_requests set state = 'rejected', decided_at = $3, decided_by = $4, reason = $5
+        where customer_id = $1 and id = $2`,
+      [row.customerId, row.id, now, actor.name, reason],
     );
     await recordAudit(
       tx,

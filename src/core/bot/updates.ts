@@ -1,7 +1,28 @@
 // Telegram redelivers updates (a poll whose offset was not confirmed, a webhook retried): each is
 // acted on at most once, across restarts and processes, by recording its update_id in the
-// transaction of its effect (contract 14.1). A redelivered update finds the row and does nothing.
-import type { Queryable } from '../../db/database.ts';
+// transaction of its effect (docs/reference/bot.md#running-the-bot). A redelivered update finds the row and does nothing.
+import type { Database, Queryable } from '../../db/database.ts';
+import type { Clock } from '../clock.ts';
+
+const SKIP = Symbol('already acted on');
+
+/**
+ * Runs `effect` in one transaction, opened here, with the update recorded as acted on
+ * (docs/reference/bot.md#running-the-bot), so a redelivered update does nothing. Returns null when the update was acted on before
+ * (then `effect` does not run). `effect` makes its calls into core with the handle it is given.
+ */
+export async function actOnUpdateOnce<T>(
+  db: Pick<Database, 'transaction'>,
+  clock: Clock,
+  update: { id: number; kind: string },
+  effect: (tx: Queryable) => Promise<T>,
+): Promise<T | null> {
+  const result = await db.transaction(async (tx) => {
+    if (!(await claimUpdate(tx, update.id, update.kind, clock.now()))) return SKIP;
+    return effect(tx);
+  });
+  return result === SKIP ? null : (result as T);
+}
 
 /**
  * Records the update as acted on, in `tx` (the transaction of its effect). False when it was

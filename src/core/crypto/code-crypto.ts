@@ -1,4 +1,4 @@
-// Stock codes are bearer value (contract sections 10 and 12.1): encrypted at rest with
+// Stock codes are bearer value (docs/reference/operators-and-audit.md#stock-import, docs/reference/redeem.md#stock-codes-are-masked): encrypted at rest with
 // AES-256-GCM, found by a keyed hash, never logged (at most the last 4 characters) and never shown
 // in full in an answer.
 //
@@ -17,7 +17,7 @@
 // such rows are still read, and a rotation (rotation.ts) rewrites them as bound v2 rows. New
 // writes are always v2.
 //
-// Keyrings (contract 13.9, keyring.ts): the master key passed in is the ring's primary; values
+// Keyrings (docs/reference/operators-and-audit.md#encryption-key-rotation, keyring.ts): the master key passed in is the ring's primary; values
 // written under another key of its ring (by its `kid`) are decrypted with that key. Each ring key
 // has its own lookup-hash subkey, so a code's hash depends on the key: codeHashes gives the hash
 // under every ring key, and duplicate detection looks for any of them.
@@ -61,7 +61,7 @@ export function normaliseCode(raw: string): string {
 /** What a log line may show of a code: its last 4 characters. */
 export const codeLast4 = (code: string): string => code.slice(-4);
 
-/** A code as answers show it (12.1): every character but the last 4 replaced by `*`, same length. */
+/** A code as answers show it (docs/reference/redeem.md#stock-codes-are-masked): every character but the last 4 replaced by `*`, same length. */
 export function maskCode(last4: string, length: number): string {
   return '*'.repeat(Math.max(0, length - last4.length)) + last4;
 }

@@ -1,4 +1,4 @@
-// The encryption keyring (contract 13.9): CODE_ENCRYPTION_KEY (or the data directory's key file)
+// The encryption keyring (docs/reference/operators-and-audit.md#encryption-key-rotation): CODE_ENCRYPTION_KEY (or the data directory's key file)
 // lists one or more 32-byte keys, comma- or line-separated; the first encrypts, every listed key
 // decrypts. As AWS KMS and Tink keysets do: a primary key and older keys kept for reading until a
 // rotation has rewritten every row under the primary.

@@ -1,6 +1,6 @@
 // The operator's view of one job (GET /admin/v1/jobs/{id}): the job with its billing hold, its
-// per-code attempts (a code's last 4 characters only: codes are bearer value, contract 12.1) and
-// its webhook deliveries (kept RETENTION_DAYS, 12.2). Null when there is no such job.
+// per-code attempts (a code's last 4 characters only: codes are bearer value, docs/reference/redeem.md#stock-codes-are-masked) and
+// its webhook deliveries (kept RETENTION_DAYS, docs/reference/running.md#retention). Null when there is no such job.
 import type { Queryable } from '../../db/database.ts';
 import { redactQueryValues } from '../../logger.ts';
 import { isoUtc } from '../clock.ts';
@@ -43,7 +43,7 @@ export async function adminJobView(db: Queryable, jobId: string, requestId: stri
       lease_owner: job.leaseOwner,
       lease_expires_at: iso(job.leaseExpiresAt),
       error: job.error,
-      // When retention (contract 12.2) dropped the job's code ciphertexts; null while kept.
+      // When retention (docs/reference/running.md#retention) dropped the job's code ciphertexts; null while kept.
       codes_dropped_at: iso(codesDroppedAt),
     },
     billing,
@@ -97,7 +97,7 @@ async function jobWebhooks(db: Queryable, jobId: string) {
     }>(
       `select a.event_id as "eventId", a.attempt, a.url, a.started_at as "startedAt", a.status, a.error,
                 a.duration_ms as "durationMs"
-           from webhook_attempts a join webhook_events e on e.id = a.event_id
+           from webhook_attempts a join webhook_events e on e.customer_id = a.customer_id and e.id = a.event_id
           where e.job_id = $1 order by a.event_id, a.attempt`,
       [jobId],
     ),

@@ -1,4 +1,4 @@
-// A disabled customer's async jobs are not run (contract 13.8): a queued job is claimed as usual,
+// A disabled customer's async jobs are not run (docs/reference/jobs.md#disabled-customers): a queued job is claimed as usual,
 // but no code of it is marked out with the upstream (the mark in core/redeem/run.ts refuses an
 // async job of a disabled customer), so nothing is sent; a running job's codes already out
 // finish and are recorded as usual. Then the job is settled here: `failed` with
@@ -8,7 +8,7 @@
 import { releaseOne } from '../billing/holds.ts';
 import type { RedeemDeps } from '../context.ts';
 import { setStockState } from '../stock/stock.ts';
-import { loadJobCodes } from './jobs.ts';
+import { jobCustomer, loadJobCodes } from './jobs.ts';
 import { stopJob } from './states.ts';
 
 export const DISABLED_CUSTOMER_ERROR = {
@@ -25,22 +25,24 @@ export async function settleDisabledCustomerJob(
   jobId: string,
 ): Promise<boolean> {
   return deps.db.transaction(async (tx) => {
+    const customerId = await jobCustomer(tx, jobId);
+    if (customerId === null) return false;
     const r = await tx.query<{ status: string; disabled: boolean }>(
       `select j.status, c.disabled_at is not null as disabled
          from jobs j join customers c on c.id = j.customer_id
-        where j.id = $1 and j.is_async
+        where j.customer_id = $1 and j.id = $2 and j.is_async
           for update of j`,
-      [jobId],
+      [customerId, jobId],
     );
     const job = r.rows[0];
     if (!job?.disabled || (job.status !== 'running' && job.status !== 'queued')) return false;
     const codes = await loadJobCodes(tx, jobId);
     if (codes.some((c) => c.state === 'sending')) return false;
     const pending = codes.filter((c) => c.state === 'pending');
-    for (const _ of pending) await releaseOne(tx, jobId);
+    for (const _ of pending) await releaseOne(tx, customerId, jobId);
     const stockIds = pending.flatMap((c) => (c.stockId === null ? [] : [c.stockId]));
-    await setStockState(tx, stockIds, 'available', deps.clock);
-    await stopJob(tx, jobId, 'failed', DISABLED_CUSTOMER_ERROR, deps.clock.now());
+    await setStockState(tx, customerId, stockIds, 'available', deps.clock);
+    await stopJob(tx, { customerId, id: jobId }, 'failed', DISABLED_CUSTOMER_ERROR, deps.clock.now());
     return true;
   });
 }

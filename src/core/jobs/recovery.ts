@@ -1,4 +1,4 @@
-// Finding what a stopped process left behind (contract sections 4 and 5): the running jobs
+// Finding what a stopped process left behind (docs/reference/jobs.md#interrupted-jobs, docs/reference/idempotency.md#answers): the running jobs
 // without a live owner, taken over and handed to the runner that settles them (the redeem's
 // settleStoppedJob, handed in by the process: jobs/ never imports what it runs).
 

@@ -14,12 +14,24 @@
 //   webhook event in the outbox (job_finish_async; finishAsyncJob);
 // - stop: recovery settles a job that stopped before finishing as failed or interrupted
 //   (stopJob, inside settleStoppedJob of redeem/settle.ts, which releases what it held).
+
+import { shardedByCustomer } from '../../db/citus.ts';
 import type { Queryable } from '../../db/database.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import { JOB_WITH_CODES, type JobWithCodes, type JobWithCodesRow, jobWithCodes } from './jobs.ts';
+import { repairWorkQueue, TURNS_PER_CLAIM, tookTurns, type WorkTurn } from '../work-queue.ts';
+import {
+  JOB_WITH_CODES,
+  type JobRow,
+  type JobWithCodes,
+  type JobWithCodesRow,
+  jobColumns,
+  jobCustomer,
+  jobWithCodes,
+  loadJobCodesJson,
+} from './jobs.ts';
 
 /** What a job's run knows of its lease: until when (clock ms) no one else may take the job. */
 export interface Lease {
@@ -41,6 +53,7 @@ export interface Lease {
  * now (locked) is skipped for this round.
  */
 export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
+  if (await shardedByCustomer(deps.db)) return claimJobByTurns(deps);
   const now = deps.clock.now();
   const r = await deps.db.query<JobWithCodesRow>(
     `with recursive waiting (mode, customer_id) as (
@@ -57,7 +70,7 @@ export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
          from waiting w,
               lateral (select id, created_at from jobs
                         where status = 'queued' and mode = w.mode and customer_id = w.customer_id
-                          -- One bot redeem per customer and mode at a time (contract 14.4).
+                          -- One bot redeem per customer and mode at a time (docs/reference/bot.md#commands).
                           and (channel = 'api' or not exists (
                                 select 1 from jobs r where r.customer_id = w.customer_id and r.mode = w.mode
                                    and r.channel = 'bot' and r.status = 'running'))
@@ -94,14 +107,94 @@ export async function claimJob(deps: RedeemDeps): Promise<JobWithCodes | null> {
   return jobWithCodes(r.rows[0]);
 }
 
-/** Extends this process's lease on a running job; a job taken over meanwhile ends the lease. */
-export async function extendLease(deps: RedeemDeps, jobId: string, lease: Lease) {
+/**
+ * claimJob on Citus, with claimJob's order: the customers with queued jobs come from work_queue
+ * (on the coordinator) with their last turn (job_claim_turns, on the coordinator too); their async
+ * jobs running are counted on their own shards only; then the claim runs on one customer's worker
+ * at a time, in order, until one gives a job (docs/running/citus.md#fair-claims-on-citus). A
+ * customer whose queued jobs are all gone loses its work_queue row.
+ */
+async function claimJobByTurns(deps: RedeemDeps): Promise<JobWithCodes | null> {
+  await repairWorkQueue(deps.db, Date.now());
+  const waiting = await deps.db.query<WorkTurn>(
+    `select q.customer_id as "customerId", q.mode, q.version
+       from work_queue q left join job_claim_turns t on t.customer_id = q.customer_id
+      where q.kind = 'job'
+      order by (q.mode = 'test'), t.last_turn nulls first, q.last_turn nulls first, q.customer_id
+      limit $1`,
+    [TURNS_PER_CLAIM],
+    'job_claim_waiting',
+  );
+  if (waiting.rows.length === 0) return null;
+  const running = await deps.db.query<{ customerId: number; n: number }>(
+    `select customer_id as "customerId", count(*)::int as n from jobs
+      where customer_id = any($1::bigint[]) and status = 'running' and is_async
+      group by customer_id`,
+    [waiting.rows.map((w) => w.customerId)],
+    'job_claim_running',
+  );
+  const runningOf = new Map(running.rows.map((r) => [r.customerId, r.n]));
+  const turns = waiting.rows
+    .map((w, i) => ({ ...w, version: Number(w.version), i, running: runningOf.get(w.customerId) ?? 0 }))
+    .sort(
+      (a, b) => Number(a.mode === 'test') - Number(b.mode === 'test') || a.running - b.running || a.i - b.i,
+    );
+  const looked: WorkTurn[] = [];
+  const empty: WorkTurn[] = [];
+  let claimed: JobWithCodes | null = null;
+  for (const turn of turns) {
+    looked.push(turn);
+    const now = deps.clock.now();
+    // Citus takes no subquery in an update's `returning`: the codes come in a second statement.
+    const r = await deps.db.query<JobRow>(
+      `update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
+          where customer_id = $4 and status = 'queued' and id = (
+            select id from jobs
+             where customer_id = $4 and mode = $5 and status = 'queued'
+               -- One bot redeem per customer and mode at a time (docs/reference/bot.md#commands).
+               and (channel = 'api' or not exists (
+                     select 1 from jobs r where r.customer_id = $4 and r.mode = $5
+                        and r.channel = 'bot' and r.status = 'running'))
+             order by created_at, id limit 1
+             for update skip locked)
+       returning ${jobColumns('jobs')}`,
+      [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now, turn.customerId, turn.mode],
+      'job_claim_routed',
+    );
+    const job = r.rows[0];
+    if (job) {
+      await deps.db.query(
+        `insert into job_claim_turns (customer_id, last_turn) values ($1, nextval('job_claim_turn'))
+         on conflict (customer_id) do update set last_turn = excluded.last_turn`,
+        [job.customerId],
+        'job_claim_turn',
+      );
+      claimed = { job, codes: await loadJobCodesJson(deps.db, job.customerId, job.id) };
+      break;
+    }
+    const left = await deps.db.query<{ left: boolean }>(
+      `select exists (select 1 from jobs where customer_id = $1 and mode = $2 and status = 'queued') as left`,
+      [turn.customerId, turn.mode],
+      'job_claim_left',
+    );
+    if (!left.rows[0]!.left) empty.push(turn);
+  }
+  await tookTurns(deps.db, 'job', looked, empty);
+  return claimed;
+}
+
+/**
+ * Extends this process's lease on a running job; a job taken over meanwhile ends the lease. Named
+ * by its customer too, so that on Citus the heartbeat goes to that customer's worker alone (by
+ * the id alone it asked every worker, and failed while any one was down).
+ */
+export async function extendLease(deps: RedeemDeps, job: { id: string; customerId: number }, lease: Lease) {
   const until = deps.clock.now().getTime() + LEASE_MS;
-  const r = await deps.db.query('update jobs set lease_expires_at = $3 where id = $1 and lease_owner = $2', [
-    jobId,
-    INSTANCE_ID,
-    new Date(until),
-  ]);
+  const r = await deps.db.query(
+    'update jobs set lease_expires_at = $3 where customer_id = $4 and id = $1 and lease_owner = $2',
+    [job.id, INSTANCE_ID, new Date(until), job.customerId],
+    'job_lease_extend',
+  );
   // Taken over (recovery found the lease run out): nothing of this job is ours to write any more.
   lease.until = r.rowCount > 0 ? Math.max(lease.until, until) : 0;
 }
@@ -118,32 +211,54 @@ export async function ownUnrunJobs(deps: RedeemDeps, runningIds: ReadonlySet<str
   return r.rows.map((row) => row.id).filter((id) => !runningIds.has(id));
 }
 
-/** Takes over the running jobs without a live owner (all: every running job); returns their ids. */
+/**
+ * Takes over the running jobs without a live owner (all: every running job); returns their ids.
+ * Found by a read (on Citus it asks every worker), then taken over one customer at a time, each
+ * job again only if still orphaned: an update naming no customer writes every worker's shard,
+ * a two-phase commit on every sweep (docs/running/citus.md#two-phase-commits).
+ */
 export async function takeOverOrphanedJobs(
   db: Queryable,
   now: Date,
   opts: { all: boolean },
 ): Promise<string[]> {
-  const r = await db.query<{ id: string }>(
-    `update jobs set lease_owner = $1, lease_expires_at = $2
-      where status = 'running' and ($3 or lease_expires_at < $4 or lease_owner is null)
-      returning id`,
-    [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), opts.all, now],
+  const orphaned = `status = 'running' and ($1 or lease_expires_at < $2 or lease_owner is null)`;
+  const found = await db.query<{ customerId: number; id: string }>(
+    `select customer_id as "customerId", id from jobs where ${orphaned}`,
+    [opts.all, now],
+    'job_orphans',
   );
-  return r.rows.map((row) => row.id);
+  const byCustomer = new Map<number, string[]>();
+  for (const f of found.rows) byCustomer.set(f.customerId, [...(byCustomer.get(f.customerId) ?? []), f.id]);
+  const taken: string[] = [];
+  for (const [customerId, ids] of byCustomer) {
+    const r = await db.query<{ id: string }>(
+      `update jobs set lease_owner = $3, lease_expires_at = $4
+        where customer_id = $5 and id = any($6::text[]) and ${orphaned}
+        returning id`,
+      [opts.all, now, INSTANCE_ID, new Date(now.getTime() + LEASE_MS), customerId, ids],
+      'job_take_over',
+    );
+    taken.push(...r.rows.map((row) => row.id));
+  }
+  return taken;
 }
 
 /** Ends a job that stopped before finishing, with its error (stored without codes). */
 export async function stopJob(
   tx: Queryable,
-  jobId: string,
+  job: { customerId: number; id: string },
   as: 'failed' | 'interrupted',
   error: { error_code: string; message: string },
   now: Date,
 ): Promise<void> {
+  // The customer named: in the transaction that released the job's holds on its worker, an
+  // update by id alone would write every worker, a two-phase commit
+  // (docs/running/citus.md#two-phase-commits).
   await tx.query(
-    `update jobs set status = $2, error = $3, finished_at = $4, lease_owner = null where id = $1`,
-    [jobId, as, JSON.stringify(error), now],
+    `update jobs set status = $2, error = $3, finished_at = $4, lease_owner = null
+      where customer_id = $5 and id = $1`,
+    [job.id, as, JSON.stringify(error), now, job.customerId],
   );
 }
 
@@ -180,9 +295,11 @@ export async function finishSyncJob(
  * the outbox (one statement).
  */
 export async function finishAsyncJob(deps: RedeemDeps, jobId: string): Promise<boolean> {
+  const customerId = await jobCustomer(deps.db, jobId);
+  if (customerId === null) return false;
   const r = await deps.db.query<{ finished: boolean }>(
-    'select job_finish_async($1, $2, $3, $4) as finished',
-    [jobId, deps.clock.now(), INSTANCE_ID, newEventId()],
+    'select job_finish_async($1, $2, $3, $4, $5) as finished',
+    [customerId, jobId, deps.clock.now(), INSTANCE_ID, newEventId()],
     'job_finish_async',
   );
   // False: taken over by recovery, which reports the job.

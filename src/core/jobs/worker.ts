@@ -1,5 +1,5 @@
 // The async job worker: claims queued jobs from the database (FOR UPDATE SKIP LOCKED, so several
-// processes never run one job twice), fairly across customers (contract 12.5), runs them under a
+// processes never run one job twice), fairly across customers (docs/reference/jobs.md#fair-sharing), runs them under a
 // lease, and never crashes the process. Its loop is the shared background loop.
 import { isConnectionError } from '../../db/database.ts';
 import { startBackgroundLoop } from '../background-loop.ts';
@@ -58,7 +58,7 @@ export async function runJob(
     // Usually the commit of the last outcome finished it; not when no code was left to run (a
     // repeated run), or the codes' last two outcomes were recorded at the same moment.
     if (run.finished) return;
-    // A disabled customer's job: its codes still pending were not sent (contract 13.8).
+    // A disabled customer's job: its codes still pending were not sent (docs/reference/jobs.md#disabled-customers).
     if (await retryOnConnectionError(() => settleDisabledCustomerJob(deps, jobId), retryFor(LEASE_MS / 3)))
       return;
     await retryOnConnectionError(() => finishAsyncJob(deps, jobId), retryFor(LEASE_MS / 3));

@@ -1,4 +1,4 @@
-// The operator's changes to API keys (contract 10, 13.2, 13.4): issue, revoke and reroll, each
+// The operator's changes to API keys (docs/reference/operators-and-audit.md#the-admin-api, docs/reference/operators-and-audit.md#audit-log, docs/reference/operators-and-audit.md#key-reroll): issue, revoke and reroll, each
 // one transaction with its audit row (key actions carry the key's customer).
 import type { Database } from '../../db/database.ts';
 import { customerExists } from '../accounts/accounts.ts';
@@ -35,12 +35,27 @@ export async function issueKeyAs(deps: Deps, actor: Actor, customerId: number, s
   });
 }
 
+/**
+ * The customer a key belongs to, by the key's id alone (null for no such key): what the statements
+ * that write the key name, so that on Citus they commit on that customer's worker alone, not on
+ * every worker in a two-phase commit (docs/running/citus.md#two-phase-commits).
+ */
+async function keyCustomer(q: Pick<Database, 'query'>, keyId: string): Promise<number | null> {
+  const r = await q.query<{ customerId: number }>(
+    'select customer_id as "customerId" from api_keys where id = $1',
+    [keyId],
+  );
+  return r.rows[0]?.customerId ?? null;
+}
+
 export async function revokeKeyAs(deps: Deps, actor: Actor, keyId: string): Promise<void> {
+  const customerId = await keyCustomer(deps.db, keyId);
+  if (customerId === null) throw new ApiError('not_found', 'unknown key');
   await deps.db.transaction(async (tx) => {
     const r = await tx.query<{ customerId: number; keyPrefix: string }>(
-      `update api_keys set revoked_at = coalesce(revoked_at, $2) where id = $1
+      `update api_keys set revoked_at = coalesce(revoked_at, $2) where customer_id = $3 and id = $1
        returning customer_id as "customerId", key_prefix as "keyPrefix"`,
-      [keyId, deps.clock.now()],
+      [keyId, deps.clock.now(), customerId],
     );
     const key = r.rows[0];
     if (!key) throw new ApiError('not_found', 'unknown key');
@@ -64,6 +79,8 @@ export async function revokeKeyAs(deps: Deps, actor: Actor, keyId: string): Prom
  * answers `401 expired` through the expiry check every key passes, no second mechanism.
  */
 export async function rerollKeyAs(deps: Deps, actor: Actor, keyId: string, graceSeconds: number) {
+  const customerId = await keyCustomer(deps.db, keyId);
+  if (customerId === null) throw new ApiError('not_found', 'unknown key');
   return deps.db.transaction(async (tx) => {
     const r = await tx.query<{
       customerId: number;
@@ -76,8 +93,8 @@ export async function rerollKeyAs(deps: Deps, actor: Actor, keyId: string, grace
     }>(
       `select customer_id as "customerId", mode, scopes, allowed_ips as "allowedIps", expires_at as "expiresAt",
               revoked_at as "revokedAt", label
-         from api_keys where id = $1 for update`,
-      [keyId],
+         from api_keys where customer_id = $2 and id = $1 for update`,
+      [keyId, customerId],
     );
     const old = r.rows[0];
     if (!old) throw new ApiError('not_found', 'unknown key');
@@ -99,7 +116,11 @@ export async function rerollKeyAs(deps: Deps, actor: Actor, keyId: string, grace
       },
       deps.clock,
     );
-    await tx.query('update api_keys set expires_at = $2 where id = $1', [keyId, oldExpiresAt]);
+    await tx.query('update api_keys set expires_at = $2 where customer_id = $3 and id = $1', [
+      keyId,
+      oldExpiresAt,
+      customerId,
+    ]);
     await recordAudit(
       tx,
       actor,

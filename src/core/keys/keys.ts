@@ -1,6 +1,7 @@
 // API keys: issued once, stored only as a SHA-256 digest, looked up by that digest.
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { shardedByCustomer } from '../../db/citus.ts';
 import type { Queryable } from '../../db/database.ts';
 import type { Clock } from '../clock.ts';
 import { sha256Hex } from '../hash.ts';
@@ -37,14 +38,15 @@ export async function issueKey(q: Queryable, customerId: number, spec: NewKey, c
   const key = newApiKey(spec.mode);
   const id = newKeyId();
   const keyPrefix = key.slice(0, 12);
-  await q.query(
+  const digest = sha256Hex(key);
+  const made = await q.query<{ seq: string }>(
     `insert into api_keys (id, customer_id, mode, key_sha256, key_prefix, scopes, allowed_ips, expires_at, label, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning seq::text`,
     [
       id,
       customerId,
       spec.mode,
-      sha256Hex(key),
+      digest,
       keyPrefix,
       spec.scopes,
       spec.allowedIps.map(normaliseAllowEntry),
@@ -53,26 +55,46 @@ export async function issueKey(q: Queryable, customerId: number, spec: NewKey, c
       clock.now(),
     ],
   );
+  // The digest's owner, for the lookup by digest (migration 0116): in the same transaction.
+  await q.query('insert into key_directory (key_sha256, customer_id, seq) values ($1, $2, $3::bigint)', [
+    digest,
+    customerId,
+    made.rows[0]?.seq,
+  ]);
   return { keyId: id, key, keyPrefix };
 }
 
-export async function revokeKey(q: Queryable, keyId: string, clock: Clock): Promise<boolean> {
-  const r = await q.query('update api_keys set revoked_at = coalesce(revoked_at, $2) where id = $1', [
-    keyId,
-    clock.now(),
-  ]);
-  return r.rowCount > 0;
-}
+const KEY_COLUMNS = `k.id, k.customer_id as "customerId", k.mode, k.key_prefix as "keyPrefix", k.scopes,
+  k.allowed_ips as "allowedIps", k.expires_at as "expiresAt", k.revoked_at as "revokedAt", k.label,
+  c.disabled_at is not null as "customerDisabled"`;
 
+/**
+ * The key of a digest. Once per key per process: the key cache keeps what does not change. On
+ * Citus in two statements (docs/running/citus.md#keys-to-customers): its customer from
+ * key_directory (a reference table, answered where the statement arrives), then its row, which
+ * names that customer, on that customer's worker. Elsewhere one statement.
+ */
 export async function findKeyByDigest(q: Queryable, digest: string): Promise<KeyRecord | null> {
-  const r = await q.query<KeyRecord>(
-    `select k.id, k.customer_id as "customerId", k.mode, k.key_prefix as "keyPrefix", k.scopes,
-            k.allowed_ips as "allowedIps", k.expires_at as "expiresAt", k.revoked_at as "revokedAt", k.label,
-            c.disabled_at is not null as "customerDisabled"
-       from api_keys k join customers c on c.id = k.customer_id
-      where k.key_sha256 = $1`,
+  if (!(await shardedByCustomer(q))) {
+    const r = await q.query<KeyRecord>(
+      `select ${KEY_COLUMNS} from api_keys k join customers c on c.id = k.customer_id where k.key_sha256 = $1`,
+      [digest],
+      'key_by_digest',
+    );
+    return r.rows[0] ?? null;
+  }
+  const owner = await q.query<{ customerId: number }>(
+    'select customer_id as "customerId" from key_directory where key_sha256 = $1',
     [digest],
-    'key_by_digest',
+    'key_owner',
+  );
+  const customerId = owner.rows[0]?.customerId;
+  if (customerId === undefined) return null;
+  const r = await q.query<KeyRecord>(
+    `select ${KEY_COLUMNS} from api_keys k join customers c on c.id = k.customer_id
+      where k.customer_id = $2 and c.id = $2 and k.key_sha256 = $1`,
+    [digest, customerId],
+    'key_by_digest_routed',
   );
   return r.rows[0] ?? null;
 }

@@ -1,4 +1,4 @@
-// The digests of every API key, kept in memory, so the unknown-key limit (contract 13.8) never
+// The digests of every API key, kept in memory, so the unknown-key limit (docs/reference/limits.md#unknown-key-floods) never
 // refuses a valid key: an address over its limit still has a request with an existing key looked
 // up, and one with an unknown key refused, without a lookup per request.
 //
@@ -50,7 +50,7 @@ export function createKnownKeyDigests(
     while (marks.length > 1 && marks[1]!.at <= now - overlapMs) marks.shift();
     const from = marks[0]?.seq ?? 0;
     const r = await db.query<{ digest: string; seq: number }>(
-      `select left(key_sha256, 16) as digest, seq::float8 as seq from api_keys where seq > $1`,
+      `select left(key_sha256, 16) as digest, seq::float8 as seq from key_directory where seq > $1`,
       [from],
     );
     let top = marks.at(-1)?.seq ?? 0;

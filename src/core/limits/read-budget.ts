@@ -1,7 +1,7 @@
-// The read budget of contract 13.8 (300 reads per key per sliding 10 s) without a database
+// The read budget of docs/reference/limits.md#read-budget (300 reads per key per sliding 10 s) without a database
 // statement per read. Each process keeps the log of the reads it accepted, per key, in memory.
 //
-// - One process (the embedded database: its data directory has one owner, 13.10): the log is the
+// - One process (the embedded database: its data directory has one owner, docs/reference/running.md#postgresql-poolers-and-failover): the log is the
 //   whole truth and the budget is exact. No statement at all.
 // - Several processes on one PostgreSQL: each process settles its new reads with the database in
 //   batches (one statement for every key it served: the read rows of burst_windows, `read:<key>`,

@@ -1,4 +1,4 @@
-// Pacing of refusals a flood keeps asking for (contract 13.8, issue 20). A key past its read
+// Pacing of refusals a flood keeps asking for (docs/reference/limits.md#unknown-key-floods). A key past its read
 // budget, or an address past its unknown-key limit, is refused without a statement; but a client
 // that ignores Retry-After and asks again at once still costs this process's one event loop a
 // request each time, and on a small machine a closed-loop flood of cheap refusals can take the

@@ -1,4 +1,4 @@
-// The unknown-key limit (contract 13.8): after `limit` requests from one client address within
+// The unknown-key limit (docs/reference/limits.md#unknown-key-floods): after `limit` requests from one client address within
 // the window that bear a well-formed key that does not exist, that address's requests with an
 // unknown key are refused without a database lookup until the window passes.
 //
@@ -15,9 +15,9 @@
 import ipaddr from 'ipaddr.js';
 
 export interface UnknownKeyLimitOptions {
-  /** Unknown-key requests per address in a window before refusals start (contract: 50). */
+  /** Unknown-key requests per address in a window before refusals start (documented: 50). */
   limit: number;
-  /** Window length (contract: 10 s). */
+  /** Window length (documented: 10 s). */
   windowMs: number;
   /** Addresses tracked at once (default 10,000). */
   maxAddresses?: number;

@@ -1,5 +1,5 @@
-// One limiter for every door (contract 6 and 13.8): a sliding-window log kept in the database,
-// shared by every server process on it; its first rule is the burst limit (contract section 6),
+// One limiter for every door (docs/reference/limits.md): a sliding-window log kept in the database,
+// shared by every server process on it; its first rule is the burst limit (docs/reference/limits.md#redeem-burst-limit),
 // at most 30 accepted requests per API key in any sliding 10-second window.
 //
 // The window is a log of accepted request times kept in one row per counted subject
@@ -43,7 +43,7 @@ export interface WindowSlot {
 /**
  * Takes one slot of `rule` for `subject` at `now`: accepted and recorded when fewer than
  * `rule.limit` requests were accepted in (now - window, now]; a refusal is not recorded (a 429
- * does not count in the window, as section 6 says of the burst limit).
+ * does not count in the window, as docs/reference/limits.md#redeem-burst-limit says of the burst limit).
  */
 export async function takeWindowSlot(
   q: Queryable,
@@ -141,7 +141,7 @@ export function windowSlotOf(
   return slot;
 }
 
-/** The contract's 429 for a refused slot: `retry_after_sec` in the body, `Retry-After` header. */
+/** The 429 of a refused slot (docs/reference/limits.md#redeem-burst-limit): `retry_after_sec` in the body, `Retry-After` header. */
 export function windowLimitedError(
   rule: Pick<WindowRule, 'what' | 'limit' | 'windowMs'>,
   retryAfterSec: number,
@@ -212,7 +212,7 @@ export function burstSlotFrom(allowed: boolean, countedMs: readonly number[], no
   return slot as BurstSlot;
 }
 
-/** The contract's 429 for a refused slot. */
+/** The 429 of a refused slot (docs/reference/limits.md#redeem-burst-limit). */
 export function rateLimitedError(slot: BurstSlot): ApiError {
   const sec = slot.retryAfterSec ?? 1;
   return new ApiError(

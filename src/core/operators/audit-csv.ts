@@ -1,4 +1,4 @@
-// The audit log as CSV (issue 36): the same events, filters and order (newest first) as
+// The audit log as CSV: the same events, filters and order (newest first) as
 // GET /admin/v1/audit, every page at once; `details` as its JSON text.
 import type { Queryable } from '../../db/database.ts';
 import { allPages, type CsvColumn, toCsv } from '../csv-export.ts';

@@ -1,4 +1,4 @@
-// The audit log (contract 13.2): one append-only table (migration 0050 refuses update, delete and
+// The audit log (docs/reference/operators-and-audit.md#audit-log): one append-only table (migration 0050 refuses update, delete and
 // truncate), one row per successful admin change. `recordAudit` is called by the core function
 // that makes the change, with the transaction handle of that change, so the row exists exactly
 // when the change committed.
@@ -23,6 +23,7 @@ export const AUDIT_ACTIONS = [
   'stock.import',
   'quarantine.settle',
   'event.redeliver',
+  'webhook.remove',
   'operator.create',
   'operator.revoke',
   'encryption.rotate',

@@ -1,4 +1,4 @@
-// Named operators (contract 13.1): a name, a role and a token shown once (`adm_` + 40 base62),
+// Named operators (docs/reference/operators-and-audit.md#operators-and-roles): a name, a role and a token shown once (`adm_` + 40 base62),
 // stored only as its SHA-256 digest. `root` (migration 0050) is the bearer of ADMIN_TOKEN.
 import type { Database, Queryable } from '../../db/database.ts';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';

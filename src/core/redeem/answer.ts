@@ -1,7 +1,7 @@
 // POST /v1/redeem in one call: phase 1 (start.ts), then for a sync redeem its run and finish
 // (run.ts), or the replay of an earlier answer. Everything after phase 1 comes back as an
 // answer, refusals and failures too, with the key's burst window and account: every redeem
-// answer carries RateLimit-* and the quota headers (contract sections 6 and 8).
+// answer carries RateLimit-* and the quota headers (docs/reference/limits.md#redeem-burst-limit, docs/reference/keys-and-modes.md#response-headers).
 
 import type { AccountState } from '../accounts/accounts.ts';
 import type { Caller, RedeemDeps } from '../context.ts';

@@ -1,4 +1,4 @@
-// Idempotency keys (contract section 5): the life of a key, in one place.
+// Idempotency keys (docs/reference/idempotency.md#answers): the life of a key, in one place.
 //
 //   (absent or expired) ──take──▶ in_progress ──finish──▶ done ──24 h──▶ purged
 //                                      │                    ▲
@@ -13,6 +13,7 @@
 //   resumes from the recorded outcomes;
 // - purge: below, by the sweeper.
 import type { Queryable } from '../../db/database.ts';
+import { byCustomer } from '../by-customer.ts';
 import type { JobRow } from '../jobs/jobs.ts';
 
 /** Releases the key of a sync job settled as failed or interrupted, if it still points at it. */
@@ -31,10 +32,20 @@ export async function releaseKey(
  * only keeps the table small). Bounded per call so one sweep never holds the database long.
  */
 export async function purgeExpiredKeys(db: Queryable, now: Date): Promise<number> {
-  const r = await db.query(
-    `delete from idempotency_keys where ctid = any(array(
-       select ctid from idempotency_keys where expires_at < $1 limit 1000))`,
+  // Found by a read (on Citus it asks every worker), then deleted one customer at a time, on
+  // that customer's worker.
+  const found = await db.query<{ customerId: number; mode: string; key: string }>(
+    'select customer_id as "customerId", mode, key from idempotency_keys where expires_at < $1 limit 1000',
     [now],
   );
-  return r.rowCount;
+  let deleted = 0;
+  for (const [customerId, keys] of byCustomer(found.rows)) {
+    const r = await db.query(
+      `delete from idempotency_keys
+        where customer_id = $1 and (mode, key) in (select * from unnest($2::text[], $3::text[])) and expires_at < $4`,
+      [customerId, keys.map((k) => k.mode), keys.map((k) => k.key), now],
+    );
+    deleted += r.rowCount;
+  }
+  return deleted;
 }

@@ -1,13 +1,13 @@
 // What callers see of an async job: GET /v1/jobs/{id}, its redeem result, its error body, and
 // the `data` of its webhook events. All are built from the job's rows when asked, and every code
-// in them goes through codeResults (outcomes.ts), where stock codes are masked (contract 12.1).
+// in them goes through codeResults (outcomes.ts), where stock codes are masked (docs/reference/redeem.md#stock-codes-are-masked).
 import type { Queryable } from '../../db/database.ts';
 import { isoUtc } from '../clock.ts';
 import { type JobCodeRow, type JobRow, loadJobWithCodes } from '../jobs/jobs.ts';
 import type { JobEvent } from '../vocabulary.ts';
 import { buildResult, codeResults } from './outcomes.ts';
 
-/** The redeem result of a completed job (contract section 3, plus job_id). */
+/** The redeem result of a completed job (docs/reference/redeem.md#the-result, plus job_id). */
 export function jobResultBody(job: JobRow, rows: JobCodeRow[], codeKey: Buffer) {
   return buildResult(job, rows, codeKey, { request_id: job.requestId, job_id: job.id });
 }
@@ -39,7 +39,7 @@ export function jobView(job: JobRow, rows: JobCodeRow[], codeKey: Buffer, reques
     player_id: job.playerId,
     source: job.source,
     reference: job.reference,
-    // Only a bot redeem says where it came from (contract 14.4); an API job's body is as section 4 shows it.
+    // Only a bot redeem says where it came from (docs/reference/bot.md#commands); an API job's body is as docs/reference/jobs.md#the-job-record shows it.
     ...(job.channel === 'bot' ? { channel: 'bot' as const } : {}),
     progress: { total: job.total, done: rows.filter((r) => r.state === 'done').length },
     result: job.status === 'completed' ? jobResultBody(job, rows, codeKey) : null,

@@ -10,7 +10,7 @@ import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
 import type { JobCodeRow, JobRow } from '../jobs/jobs.ts';
 import { retryOnDeadlock } from '../retry.ts';
 import type { ActivationStatus, Disposition } from '../vocabulary.ts';
-import { BILLED_STATUSES, dispositionOf, ERROR_CODE_OF, STOCK_STATE_OF } from './outcomes.ts';
+import { dispositionOf, ERROR_CODE_OF, isBilled, STOCK_STATE_OF } from './outcomes.ts';
 
 /**
  * How the commit of a job's last outcome finishes the job: a sync job with its key (its request's
@@ -63,8 +63,7 @@ function columnsOf(status: ActivationStatus, unknown: boolean, job: Pick<JobRow,
     status,
     errorCode: ERROR_CODE_OF[status],
     disposition,
-    // A bot redeem is outside the API quota (contract 14.4): no outcome of it is billed.
-    billed: job.channel === 'api' && BILLED_STATUSES.has(status),
+    billed: isBilled(status, job.channel),
     stockState: STOCK_STATE_OF[disposition],
   };
 }
@@ -86,7 +85,7 @@ export async function recordOutcome(
 ): Promise<Recorded | null> {
   const given = columnsOf(outcome.status, outcome.unknown === true, job);
   const memory = outcome.memory ?? null;
-  // What a remembered code is recorded as instead (contract section 9: used before).
+  // What a remembered code is recorded as instead (docs/reference/redeem.md#activators: used before).
   const used = columnsOf('code_used', false, job);
   const now = deps.clock.now();
   const sync = finish !== null && 'requestId' in finish ? finish : null;

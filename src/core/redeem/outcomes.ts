@@ -1,10 +1,10 @@
 // The redeem's outcome vocabulary and its result body: the tables from an upstream's answer to
-// an error code, a billing and a disposition (contract section 3), and the body every answer
+// an error code, a billing and a disposition (docs/reference/redeem.md#dispositions), and the body every answer
 // built from a job shows (sync results, replays, GET /v1/jobs/{id}, webhook payloads). The
 // result is never stored as text: it holds codes, which are bearer value, so it is rebuilt from
 // the (encrypted) rows whenever it is answered or replayed.
 import { decryptCode, maskCode, storedCodeLength } from '../crypto/code-crypto.ts';
-import type { JobCodeRow, JobRow } from '../jobs/jobs.ts';
+import type { JobChannel, JobCodeRow, JobRow } from '../jobs/jobs.ts';
 import { type ActivationStatus, CODE_STATUSES, type Disposition } from '../vocabulary.ts';
 
 export const ERROR_CODE_OF: Record<ActivationStatus, string> = {
@@ -21,7 +21,16 @@ export const BILLED_STATUSES: ReadonlySet<ActivationStatus> = new Set([
   'invalid_code',
 ]);
 
-/** The disposition table of contract section 3. */
+/**
+ * Whether an outcome is billed: the one rule, for what is recorded (redeem_record_outcome's
+ * `billed`) and for what a run counts. A bot redeem is outside the API quota (docs/reference/bot.md#commands): no
+ * outcome of it is billed.
+ */
+export function isBilled(status: ActivationStatus, channel: JobChannel): boolean {
+  return channel === 'api' && BILLED_STATUSES.has(status);
+}
+
+/** The disposition table of docs/reference/redeem.md#dispositions. */
 export function dispositionOf(
   status: ActivationStatus,
   unknown: boolean,
@@ -54,10 +63,10 @@ export interface CodeResult {
 
 /**
  * How an answer shows a code: the one home of the rule for every answer built from a job (sync
- * results, replays, GET /v1/jobs/{id}, webhook payloads). A stock code is masked (contract 12.1):
+ * results, replays, GET /v1/jobs/{id}, webhook payloads). A stock code is masked (docs/reference/redeem.md#stock-codes-are-masked):
  * the merchant holds it already, and a request that returns it to stock must reveal nothing
  * usable, so it is never decrypted here. A caller code is echoed as sent, until retention dropped
- * its ciphertext (12.2); from then on it is masked too.
+ * its ciphertext (docs/reference/running.md#retention); from then on it is masked too.
  */
 function shownCode(
   job: Pick<JobRow, 'customerId' | 'mode' | 'source'>,
@@ -99,8 +108,8 @@ export function codeResults(
 }
 
 /**
- * A job's result body (contract section 3): `ok` first, then `ids` (request_id, and job_id for a
- * job's view), as in the contract's example. `sent`: the caller's codes of the request being
+ * A job's result body (docs/reference/redeem.md#the-result): `ok` first, then `ids` (request_id, and job_id for a
+ * job's view), as in the documented result (docs/reference/redeem.md#the-result). `sent`: the caller's codes of the request being
  * answered, by position (a fresh sync answer), shown as sent instead of decrypted.
  */
 export function buildResult<Ids extends { request_id: string | null }>(

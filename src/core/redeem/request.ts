@@ -1,5 +1,5 @@
-// POST /v1/redeem request validation, in the contract's order (section 3, steps 2 to 9), and
-// the idempotency fingerprint (section 5).
+// POST /v1/redeem request validation, in the documented order (docs/reference/redeem.md#validation-order, steps 2 to 9), and
+// the idempotency fingerprint (docs/reference/idempotency.md#the-fingerprint).
 import { createHash } from 'node:crypto';
 import { ApiError } from '../errors.ts';
 import { isCategory } from '../stock/catalog.ts';
@@ -37,7 +37,7 @@ export function checkIdempotencyKey(header: string | string[] | undefined): stri
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Integers as the contract reads JSON: a number with no fractional part (2.0 is 2). */
+/** Integers as the API reads JSON (docs/reference/redeem.md#the-request): a number with no fractional part (2.0 is 2). */
 const isPositiveInteger = (v: unknown): v is number =>
   typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 
@@ -136,7 +136,7 @@ function parseCodes(value: unknown): string[] {
 
 /**
  * Leading and trailing spaces removed by a scan from each end: `/^ +| +$/` was quadratic in a
- * run of spaces inside a code (`"x" + 40,000 spaces + "x"` took 1.4 s; contract 12.6).
+ * run of spaces inside a code (`"x" + 40,000 spaces + "x"` took 1.4 s; docs/reference/limits.md#hostile-requests).
  */
 function trimSpaces(text: string): string {
   let start = 0;

@@ -10,13 +10,14 @@ import { CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
 import { databaseUnavailable } from '../errors.ts';
 import { newEventId } from '../ids.ts';
-import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import { LEASE_MS } from '../instance.ts';
+import { markSending } from '../jobs/codes.ts';
 import { type JobRow, type JobWithCodes, loadJobWithCodes } from '../jobs/jobs.ts';
 import type { ExecuteOptions } from '../jobs/runner.ts';
 import { extendLease, type Lease } from '../jobs/states.ts';
 import { retryOnConnectionError } from '../retry.ts';
 import { type Finished, type FinishedSync, type FinishWith, type Outcome, recordOutcome } from './outcome.ts';
-import { BILLED_STATUSES } from './outcomes.ts';
+import { isBilled } from './outcomes.ts';
 import { settleStoppedJob } from './settle.ts';
 
 /** A code to attempt, as its job's run holds it (the code itself in memory, never logged). */
@@ -123,7 +124,7 @@ async function runCodes(
   let finished: Finished | null = null;
   let next = 0;
   const heartbeat = setInterval(() => {
-    void extendLease(deps, jobId, lease).catch((err) =>
+    void extendLease(deps, job, lease).catch((err) =>
       deps.logger.warn({ err, jobId }, 'lease heartbeat failed'),
     );
   }, LEASE_MS / 3);
@@ -228,19 +229,10 @@ async function attemptCode(
     try {
       // Only while this process still owns the running job: once recovery has taken it over (a
       // lost lease), its pending codes were released and must not be sent. Nor is a code of an
-      // async job whose customer was disabled (contract 13.8): the codes already out finish, the
+      // async job whose customer was disabled (docs/reference/jobs.md#disabled-customers): the codes already out finish, the
       // rest are released by settleDisabledCustomerJob (core/jobs/disabled-customer.ts).
       const marked = await whileLeased(deps, retry, 'marking a code as sent', () =>
-        db.query(
-          `update job_codes set state = 'sending', started_at = $3
-            where job_id = $1 and position = $2
-              and (state = 'pending' or (state = 'sending' and started_at = $3))
-              and exists (select 1 from jobs j join customers c on c.id = j.customer_id
-                           where j.id = $1 and j.status = 'running' and j.lease_owner = $4
-                             and (not j.is_async or c.disabled_at is null))`,
-          [job.id, row.position, markedAt, INSTANCE_ID],
-          'code_mark_sending',
-        ),
+        markSending(db, job, row.position, markedAt),
       );
       if (marked.rowCount === 0) return { billed: false, finished: null };
     } catch (err) {
@@ -268,7 +260,8 @@ async function attemptCode(
   const recorded = await whileLeased(deps, retry, 'recording an outcome', () =>
     recordOutcome(deps, job, row, outcome, from, finish),
   );
-  // Recorded already: most likely by this very commit, whose answer the connection lost.
-  if (!recorded) return { billed: BILLED_STATUSES.has(outcome.status), finished: null };
+  // Recorded already: most likely by this very commit, whose answer the connection lost. Counted
+  // by the rule it was recorded with (a bot redeem's outcome is never billed).
+  if (!recorded) return { billed: isBilled(outcome.status, job.channel), finished: null };
   return { billed: recorded.billed, finished: recorded.finished };
 }

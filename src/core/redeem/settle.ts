@@ -1,4 +1,4 @@
-// Settling a redeem whose job stopped before finishing (contract sections 4 and 5): its process
+// Settling a redeem whose job stopped before finishing (docs/reference/jobs.md#interrupted-jobs, docs/reference/idempotency.md#answers): its process
 // died (jobs/recovery.ts finds it), or its sync request ended in a 5xx, or its run crashed.
 //   - a code that was out with the upstream is failed, quarantined and refunded (it may have been
 //     consumed: it must not go back to stock, and it is not billed until a status check settles it);
@@ -7,7 +7,8 @@
 //     an async job's key answers 503 job_interrupted from now on.
 import { releaseOne } from '../billing/holds.ts';
 import type { RedeemDeps } from '../context.ts';
-import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
+import { LEASE_MS } from '../instance.ts';
+import { backToPending } from '../jobs/codes.ts';
 import { enqueueJobEvent } from '../jobs/job-events.ts';
 import { loadJob, loadJobCodes } from '../jobs/jobs.ts';
 import { stopJob } from '../jobs/states.ts';
@@ -27,20 +28,21 @@ export async function settleStoppedJob(
   const rows = await loadJobCodes(deps.db, jobId);
 
   // Codes that were out with the upstream may have been consumed: failed, quarantined and
-  // refunded (contract section 4). Settling them by a status check is the quarantine settler's job.
+  // refunded (docs/reference/jobs.md#interrupted-jobs). Settling them by a status check is the quarantine settler's job.
   for (const row of rows.filter((r) => r.state === 'sending')) {
     await recordOutcome(deps, job, row, { status: 'failed', unknown: true }, 'sending');
   }
 
   await deps.db.transaction(async (tx) => {
-    const locked = await tx.query<{ status: string }>('select status from jobs where id = $1 for update', [
-      jobId,
-    ]);
+    const locked = await tx.query<{ status: string }>(
+      'select status from jobs where customer_id = $1 and id = $2 for update',
+      [job.customerId, jobId],
+    );
     if (locked.rows[0]?.status !== 'running' && locked.rows[0]?.status !== 'queued') return;
     const pending = (await loadJobCodes(tx, jobId)).filter((r) => r.state === 'pending');
-    for (const _ of pending) await releaseOne(tx, jobId);
+    for (const _ of pending) await releaseOne(tx, job.customerId, jobId);
     const stockIds = pending.flatMap((r) => (r.stockId === null ? [] : [r.stockId]));
-    await setStockState(tx, stockIds, 'available', deps.clock);
+    await setStockState(tx, job.customerId, stockIds, 'available', deps.clock);
 
     // Stored without codes (bearer value); the job view adds the recorded outcomes from the rows.
     const error =
@@ -50,7 +52,7 @@ export async function settleStoppedJob(
             message: 'the job was stopped by a server restart; unused stock and quota were restored',
           }
         : { error_code: 'internal', message: 'the job failed on the service side; every hold was released' };
-    await stopJob(tx, jobId, as, error, deps.clock.now());
+    await stopJob(tx, job, as, error, deps.clock.now());
     // A sync key is released so the same key can be retried; an async key keeps pointing at
     // its job, whose state decides the answer (503 job_interrupted, or the 202 replay).
     if (job.isAsync) {
@@ -69,16 +71,15 @@ export async function settleStoppedJob(
  * holds are released and a retry with the same key sends them: they are not quarantined as if
  * they might have reached the upstream. Runs in the background; never throws.
  */
-export async function settleUnconfirmedStart(deps: RedeemDeps, jobId: string): Promise<void> {
+export async function settleUnconfirmedStart(
+  deps: RedeemDeps,
+  job: { customerId: number; id: string },
+): Promise<void> {
+  const jobId = job.id;
   try {
     await retryOnConnectionError(
       async () => {
-        await deps.db.query(
-          `update job_codes set state = 'pending', started_at = null
-          where job_id = $1 and state = 'sending'
-            and exists (select 1 from jobs where id = $1 and status = 'running' and lease_owner = $2)`,
-          [jobId, INSTANCE_ID],
-        );
+        await backToPending(deps.db, job);
         // Nothing when the job was never written (loadJob finds none) or is no longer running.
         await settleStoppedJob(deps, jobId, 'failed');
       },

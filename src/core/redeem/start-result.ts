@@ -14,7 +14,7 @@ export interface StartChecks {
   keyId: string;
   /** The key came from the in-process cache: check it again inside the statement that runs. */
   recheckKey: boolean;
-  /** Take the key's burst slot (contract section 6) in the same commit. */
+  /** Take the key's burst slot (docs/reference/limits.md#redeem-burst-limit) in the same commit. */
   burst: boolean;
 }
 

@@ -1,4 +1,4 @@
-// A redeem as a sequence of atomic phases (DESIGN: the database is the coordinator).
+// A redeem as a sequence of atomic phases (docs/architecture.md#house-rules: the database is the coordinator).
 //   Phase 1 (this file), one commit: burst slot, idempotency key, stock reservation, billing
 //   hold, the job and its codes, the first of them already marked out with the upstream.
 //   Per code and last phase (run.ts): call the activator outside any transaction, record
@@ -35,7 +35,7 @@ import type { StartAnswer, StartChecks, StartResult, StartRow } from './start-re
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /**
- * Phase 1: checks steps 10 to 12 of contract section 3 under the account lock, then takes the
+ * Phase 1: checks steps 10 to 12 of docs/reference/redeem.md#validation-order under the account lock, then takes the
  * idempotency key, reserves stock, holds billing and writes the job, its first codes already
  * marked out with the upstream (a sync job runs them at once). The caller's own codes take one
  * statement (redeem_start), which also re-checks a cached key and takes its burst slot; stock
@@ -112,7 +112,7 @@ async function startWithCodes(
     category: null,
     uc: null,
   }));
-  const r = await unconfirmed(deps, jobId, () =>
+  const r = await unconfirmed(deps, { customerId: caller.customerId, id: jobId }, () =>
     deps.db.query<{ r: StartRow }>(
       `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
                            $20, $21, $22, $23) as r`,
@@ -160,7 +160,7 @@ async function startFromStock(
       return { kind: 'refused', error: rateLimitedError(burst), answer: { burst, account: null } };
   }
   try {
-    return await unconfirmed(deps, jobId, () =>
+    return await unconfirmed(deps, { customerId: caller.customerId, id: jobId }, () =>
       deps.db.transaction(async (tx) => {
         const begun = (
           await tx.query<{ r: StartRow }>(
@@ -292,7 +292,11 @@ function startResult(
  * background once the database answers (settle.ts settleUnconfirmedStart). The request gets the
  * connection error (503 unavailable).
  */
-async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Promise<T>): Promise<T> {
+async function unconfirmed<T>(
+  deps: RedeemDeps,
+  job: { customerId: number; id: string },
+  commit: () => Promise<T>,
+): Promise<T> {
   // PostgreSQL may break a lock cycle by rolling this commit back whole (requests marking the same
   // codes in other orders, or a phase 1 waiting on an outcome that waits for the account):
   // nothing of it was written, so it runs again.
@@ -300,12 +304,15 @@ async function unconfirmed<T>(deps: RedeemDeps, jobId: string, commit: () => Pro
     try {
       return await commit();
     } catch (err) {
-      if (isConnectionError(err)) void settleUnconfirmedStart(deps, jobId);
+      if (isConnectionError(err)) void settleUnconfirmedStart(deps, job);
       throw err;
     }
   };
   return retryOnDeadlock(once, (attempt) =>
-    deps.logger.warn({ jobId, attempt }, 'phase 1 rolled back to break a lock cycle; running it again'),
+    deps.logger.warn(
+      { jobId: job.id, attempt },
+      'phase 1 rolled back to break a lock cycle; running it again',
+    ),
   );
 }
 

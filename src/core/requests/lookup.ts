@@ -1,5 +1,5 @@
-// What an id names (issue 36, GET /admin/v1/lookup, the console's search box): recognised by its
-// shape (core/ids.ts prefixes; a player id is 5 to 20 digits, contract section 3), then looked up.
+// What an id names (GET /admin/v1/lookup, the console's search box): recognised by its
+// shape (core/ids.ts prefixes; a player id is 5 to 20 digits, docs/reference/redeem.md#the-request), then looked up.
 import type { Queryable } from '../../db/database.ts';
 import { requestLogRowsOf } from './request-log.ts';
 

@@ -67,6 +67,8 @@ export async function merchantHealth(
 export interface ModeHealthInList {
   webhook: { url: string; consecutive_failures: number; failing_since: string | null } | null;
   refused_today: number;
+  /** Today's refusals by error code, most first (`null`: an answer without one). */
+  refused_by_error_code: { error_code: string | null; count: number }[];
 }
 
 /**
@@ -80,7 +82,10 @@ export async function healthOfCustomers(
 ): Promise<Map<number, Record<Mode, ModeHealthInList>>> {
   const out = new Map<number, Record<Mode, ModeHealthInList>>();
   for (const id of customerIds)
-    out.set(id, { live: { webhook: null, refused_today: 0 }, test: { webhook: null, refused_today: 0 } });
+    out.set(id, {
+      live: { webhook: null, refused_today: 0, refused_by_error_code: [] },
+      test: { webhook: null, refused_today: 0, refused_by_error_code: [] },
+    });
   if (customerIds.length === 0) return out;
   const start = new Date(`${utcDay(clock.now())}T00:00:00Z`);
   const [hooks, refusals] = await Promise.all([
@@ -98,11 +103,11 @@ export async function healthOfCustomers(
         where w.customer_id = any($1::bigint[])`,
       [customerIds],
     ),
-    q.query<{ customerId: number; mode: Mode | null; n: number }>(
-      `select customer_id as "customerId", mode, count(*)::int as n
+    q.query<{ customerId: number; mode: Mode | null; errorCode: string | null; n: number }>(
+      `select customer_id as "customerId", mode, error_code as "errorCode", count(*)::int as n
          from request_log
         where customer_id = any($1::bigint[]) and at >= $2 and at < $3
-        group by customer_id, mode`,
+        group by customer_id, mode, error_code order by n desc, error_code`,
       [customerIds, start, new Date(start.getTime() + 86_400_000)],
     ),
   ]);
@@ -118,7 +123,9 @@ export async function healthOfCustomers(
   }
   for (const row of refusals.rows) {
     const h = out.get(Number(row.customerId));
-    if (h && (row.mode === 'live' || row.mode === 'test')) h[row.mode].refused_today = Number(row.n);
+    if (!h || (row.mode !== 'live' && row.mode !== 'test')) continue;
+    h[row.mode].refused_today += Number(row.n);
+    h[row.mode].refused_by_error_code.push({ error_code: row.errorCode, count: Number(row.n) });
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// The request log's table (issue 36): every statement on `request_log` and its daily counts
+// The request log's table: every statement on `request_log` and its daily counts
 // `request_log_days`, the query handle first. Rows are written in batches by log-writer.ts, read
 // by the operator (GET /admin/v1/requests, the console, the CLI) and deleted by the sweeper.
 import type { Queryable } from '../../db/database.ts';
@@ -170,6 +170,8 @@ export interface RequestLogFilter {
   /** An exact status, or a class: 4 for 4xx, 5 for 5xx. */
   status?: { exact: number } | { class: 4 | 5 } | undefined;
   errorCode?: string | undefined;
+  /** Rows of this mode (rows of unidentified callers have none). */
+  mode?: Mode | undefined;
   requestId?: string | undefined;
   playerId?: string | undefined;
   since?: Date | undefined;
@@ -189,7 +191,8 @@ const WHERE = `($1::bigint is null or l.customer_id = $1)
         and ($6::timestamptz is null or l.at >= $6)
         and ($7::timestamptz is null or l.at < $7)
         and ($8::text is null or l.player_id = $8)
-        and ($9::text is null or l.customer_id in (select id from customers where lower(name) = lower($9)))`;
+        and ($9::text is null or l.customer_id in (select id from customers where lower(name) = lower($9)))
+        and ($10::text is null or l.mode = $10)`;
 
 function whereParams(f: RequestLogFilter) {
   return [
@@ -202,6 +205,7 @@ function whereParams(f: RequestLogFilter) {
     f.before ?? null,
     f.playerId ?? null,
     f.customerName ?? null,
+    f.mode ?? null,
   ];
 }
 
@@ -255,8 +259,8 @@ export async function listRequestLog(q: Queryable, f: RequestLogFilter) {
        left join customers c on c.id = l.customer_id
        left join api_keys k on k.id = l.key_id and k.customer_id = l.customer_id
       where ${WHERE}
-        and ($10::timestamptz is null or (l.at, l.id) < ($10, $11::bigint))
-      order by l.at desc, l.id desc limit $12`,
+        and ($11::timestamptz is null or (l.at, l.id) < ($11, $12::bigint))
+      order by l.at desc, l.id desc limit $13`,
     [...whereParams(f), f.after?.at ?? null, f.after?.id ?? null, f.limit + 1],
   );
   const rows = r.rows.slice(0, f.limit);
@@ -315,4 +319,20 @@ export async function sweepRequestLog(
   }
   const d = await q.query('delete from request_log_days where day < $1::date', [utcDay(cutoff)]);
   return { rows, days: d.rowCount };
+}
+
+/**
+ * The public API's refusals of today (UTC) by error code, most first, of one mode or both: the
+ * overview's section (the request log's counts for `day=today`).
+ */
+export async function refusalsToday(q: Queryable, now: Date, mode: Mode | null) {
+  const day = utcDay(now);
+  const since = new Date(`${day}T00:00:00Z`);
+  const counts = await countRequestLog(q, {
+    mode: mode ?? undefined,
+    since,
+    before: new Date(since.getTime() + 86_400_000),
+    limit: 0,
+  });
+  return { day, ...counts };
 }

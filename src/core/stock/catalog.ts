@@ -1,4 +1,4 @@
-// The UC pack catalog (contract section 3): a category's name is its UC value as a string.
+// The UC pack catalog (docs/reference/redeem.md#categories): a category's name is its UC value as a string.
 
 /** Pack sizes in UC, smallest first. This order is the order of every stock listing. */
 export const CATALOG_UC = [60, 325, 660, 1800, 3850, 8100] as const;

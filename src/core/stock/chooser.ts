@@ -1,4 +1,4 @@
-// Chooses stock codes for a `uc` redeem (contract section 3): the fewest codes whose UC values sum
+// Chooses stock codes for a `uc` redeem (docs/reference/redeem.md#the-request): the fewest codes whose UC values sum
 // exactly to `uc`, at most MAX_CODES in all. Pure functions, no I/O.
 //
 // Tie-break (deterministic): among all combinations with the fewest codes, the one with the most

@@ -1,4 +1,4 @@
-// Which codes of a stock import were not added, and why (contract 10 counts them; the operator
+// Which codes of a stock import were not added, and why (docs/reference/operators-and-audit.md#stock-import counts them; the operator
 // needs to find them): by their position in the submitted list, never by the code itself, which
 // is bearer value and never echoed.
 import type { Queryable } from '../../db/database.ts';

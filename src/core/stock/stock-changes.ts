@@ -1,4 +1,4 @@
-// The operator's stock import (contract 10, 13.2): the codes and the audit row in one
+// The operator's stock import (docs/reference/operators-and-audit.md#stock-import, docs/reference/operators-and-audit.md#audit-log): the codes and the audit row in one
 // transaction. The audit row holds the counts, never a code.
 import type { Database, Queryable } from '../../db/database.ts';
 import { customerExists } from '../accounts/accounts.ts';

@@ -1,4 +1,4 @@
-// Merchants' stock of prepaid codes (contract sections 3, 8 and 10): import, counts, and
+// Merchants' stock of prepaid codes (docs/reference/redeem.md#the-request, docs/reference/redeem.md#stock, docs/reference/operators-and-audit.md#stock-import): import, counts, and
 // reservation for stock redeems. Codes are stored encrypted; a keyed hash makes them unique
 // across every customer and mode. Every function takes the query handle first, so it runs inside
 // or outside the caller's transaction.
@@ -59,8 +59,11 @@ async function lockStock(tx: Queryable, customerId: number, mode: Mode): Promise
 /**
  * Adds codes to a customer's stock in one mode and category. Each code is trimmed; one that does
  * not match CODE_PATTERN is `rejected`; one already in any stock (any customer, mode or state) or
- * earlier in this import is a `duplicate`. Safe under concurrent imports of the same codes: the
- * unique hash decides, and only rows actually inserted count as added.
+ * earlier in this import is a `duplicate`. Run in a transaction: a code's hash is unique within
+ * one customer by the table's key, and across customers by a look at every stock made under a
+ * lock on each new hash (taken in hash order, held to the commit), so two imports of one code at
+ * once, for two customers, add it once. On Citus the look may ask every worker; the lock is the
+ * coordinator's (docs/running/citus.md).
  */
 export async function importStock(
   q: Queryable,
@@ -87,7 +90,7 @@ export async function importStock(
   for (let i = 0; i < fresh.length; i += IMPORT_BATCH) {
     const slice = fresh.slice(i, i + IMPORT_BATCH);
     // Codes stored under an older key of the ring (a rotation not finished) are duplicates too.
-    const batch = await withoutOlderHashes(q, codeKey, slice);
+    const batch = await withoutKnownHashes(q, codeKey, slice);
     duplicates += slice.length - batch.length;
     const hashes = batch.map((c) => codeHash(codeKey, c));
     const bound = (j: number) =>
@@ -97,22 +100,26 @@ export async function importStock(
         mode: input.mode,
         codeHash: hashes[j]!,
       }) as const;
+    if (batch.length === 0) continue;
+    // Rows as values, not a select from unnest(): on Citus an insert fed by a select runs through
+    // the coordinator as a copy, a two-phase commit; values of one customer go to its worker
+    // (docs/running/citus.md#two-phase-commits).
+    const rows = batch.map(
+      (_, j) => `($1, $2, $3, $4, $${6 + 3 * j}, $${7 + 3 * j}, $${8 + 3 * j}, 'available', $5, $5)`,
+    );
     const r = await q.query(
       `insert into stock_codes
          (customer_id, mode, category, uc, code_hash, code_encrypted, last4, state, created_at, updated_at)
-       select $1, $2, $3, $4, h, e, l, 'available', $8, $8
-         from unnest($5::text[], $6::text[], $7::text[]) as t (h, e, l)
-       on conflict (code_hash) do nothing
+       values ${rows.join(', ')}
+       on conflict (customer_id, code_hash) do nothing
        returning id`,
       [
         input.customerId,
         input.mode,
         input.category,
         uc,
-        hashes,
-        batch.map((c, j) => encryptCode(codeKey, c, bound(j))),
-        batch.map(codeLast4),
         now,
+        ...batch.flatMap((c, j) => [hashes[j]!, encryptCode(codeKey, c, bound(j)), codeLast4(c)]),
       ],
     );
     added += r.rows.length;
@@ -122,17 +129,22 @@ export async function importStock(
 }
 
 /**
- * The codes of `batch` that no stock row holds under an older key of the ring (contract 13.9:
- * duplicate detection works across keys while a rotation runs). With a ring of one key: `batch`.
+ * The codes of `batch` that no stock row holds, under the current key or an older key of the ring
+ * (docs/reference/operators-and-audit.md#encryption-key-rotation: duplicate detection works across
+ * keys while a rotation runs), each new hash locked first.
  */
-async function withoutOlderHashes(q: Queryable, codeKey: Buffer, batch: string[]): Promise<string[]> {
-  const older = batch.map((c) => codeHashes(codeKey, c).slice(1));
-  if (batch.length === 0 || older[0]!.length === 0) return batch;
+async function withoutKnownHashes(q: Queryable, codeKey: Buffer, batch: string[]): Promise<string[]> {
+  if (batch.length === 0) return batch;
+  const all = batch.map((c) => codeHashes(codeKey, c));
+  await q.query(
+    'select pg_advisory_xact_lock(hashtextextended(h, 7203118451)) from (select h from unnest($1::text[]) h order by h) s',
+    [all.map((hs) => hs[0]!)],
+  );
   const r = await q.query<{ h: string }>('select code_hash as h from stock_codes where code_hash = any($1)', [
-    older.flat(),
+    all.flat(),
   ]);
   const known = new Set(r.rows.map((row) => row.h));
-  return batch.filter((_, j) => !older[j]!.some((h) => known.has(h)));
+  return batch.filter((_, j) => !all[j]!.some((h) => known.has(h)));
 }
 
 /** Counts per catalog category, in catalog order, zero counts included. */
@@ -236,10 +248,12 @@ async function markReserved(
   clock: Clock,
 ): Promise<ReservedCode[]> {
   if (rows.length > 0) {
+    // The customer named: on Citus an update by id alone writes every worker's shard, a
+    // two-phase commit (docs/running/citus.md#two-phase-commits). One customer's rows (lockAvailable).
     await tx.query(
       `update stock_codes set state = 'reserved', reserved_by = $2, updated_at = $3
-        where id = any($1::bigint[])`,
-      [rows.map((r) => r.id), reservedBy, clock.now()],
+        where customer_id = $4 and id = any($1::bigint[])`,
+      [rows.map((r) => r.id), reservedBy, clock.now(), rows[0]!.customerId],
     );
   }
   return rows.map((r) => ({
@@ -312,6 +326,7 @@ export async function reserveForUc(
  */
 export async function setStockState(
   q: Queryable,
+  customerId: number,
   stockIds: readonly number[],
   state: 'available' | 'consumed' | 'deleted' | 'quarantined',
   clock: Clock,
@@ -319,8 +334,8 @@ export async function setStockState(
   if (stockIds.length === 0) return 0;
   // The rule lives in SQL (functions/stock.sql), where the redeem hot path runs it too.
   const r = await q.query<{ n: number }>(
-    'select stock_set_state($1::bigint[], $2, $3) as n',
-    [stockIds, state, clock.now()],
+    'select stock_set_state($1, $2::bigint[], $3, $4) as n',
+    [customerId, stockIds, state, clock.now()],
     'stock_set_state',
   );
   return r.rows[0]!.n;

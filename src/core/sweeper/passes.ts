@@ -1,13 +1,13 @@
 // The sweeper's passes: the periodic work of every process (recovery of stopped jobs, key purge,
 // quarantine checks, retention), run together by one background loop.
 import { isConnectionError } from '../../db/database.ts';
-import { checkQuarantined } from '../billing/quarantine.ts';
 import { pruneUpdates } from '../bot/updates.ts';
 import type { AppContext } from '../context.ts';
 import { recoverOrphanedJobs } from '../jobs/recovery.ts';
 import { purgeExpiredKeys } from '../redeem/idempotency-keys.ts';
 import { redeemJobRunner } from '../redeem/job-runner.ts';
 import { sweepRequestLog } from '../requests/request-log.ts';
+import { checkQuarantined } from './quarantine-check.ts';
 import { sweepRetention } from './retention.ts';
 
 /**
@@ -30,12 +30,12 @@ export const SWEEP_PASSES: SweepPass[] = [
     name: 'bot update purge',
     run: (ctx) => pruneUpdates(ctx.db, new Date(ctx.clock.now().getTime() - 7 * 24 * 3600 * 1000)),
   },
-  // Code ciphertexts of old finished jobs, old webhook events (contract 12.2).
+  // Code ciphertexts of old finished jobs, old webhook events (docs/reference/running.md#retention).
   {
     name: 'retention',
     run: (ctx) => sweepRetention(ctx.db, ctx.clock, ctx.config.RETENTION_DAYS),
   },
-  // The request log's rows and daily counts older than REQUEST_LOG_RETENTION_DAYS (issue 36).
+  // The request log's rows and daily counts older than REQUEST_LOG_RETENTION_DAYS.
   {
     name: 'request log retention',
     run: (ctx) => sweepRequestLog(ctx.db, ctx.clock.now(), ctx.config.REQUEST_LOG_RETENTION_DAYS),

@@ -1,4 +1,4 @@
-// Retention (contract section 12.2): what the service keeps of old work, and for how long.
+// Retention (docs/reference/running.md#retention): what the service keeps of old work, and for how long.
 // A finished job (completed, failed or interrupted) whose finished_at is more than RETENTION_DAYS
 // ago keeps its row, outcomes and billing counters, but loses its code ciphertexts: those of its
 // job_codes rows, and those of the stock codes it consumed or deleted (their keyed hash stays, so
@@ -16,7 +16,9 @@
 // batches, and at most `maxBatches` of each per call, so one sweep never holds requests up for
 // long; the next sweep goes on where it stopped.
 import type { Database } from '../../db/database.ts';
+import { byCustomer } from '../by-customer.ts';
 import type { Clock } from '../clock.ts';
+import { forgetCodes } from '../jobs/codes.ts';
 
 export interface RetentionOptions {
   /** Jobs, or webhook events, per transaction (default 100). */
@@ -37,6 +39,12 @@ export interface RetentionSweep {
 }
 
 const DAY_MS = 86_400_000;
+
+interface Owned {
+  customerId: number;
+  id: string;
+}
+
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export async function sweepRetention(
@@ -54,72 +62,93 @@ export async function sweepRetention(
   const sweep: RetentionSweep = { jobs: 0, codes: 0, webhookEvents: 0, webhookAttempts: 0, batches: 0 };
 
   for (let i = 0; i < maxBatches; i++) {
-    const n = await db.transaction(async (tx) => {
-      // Skip locked: a job row someone is updating is taken by a later sweep.
-      const picked = await tx.query<{ id: string }>(
-        `select id from jobs j
-          where codes_dropped_at is null and finished_at is not null and finished_at < $1
-            and status in ('completed', 'failed', 'interrupted')
-            and not exists (select 1 from job_codes c
-                             where c.job_id = j.id and c.disposition = 'quarantined'
-                               and c.settled_at is null and not c.reused)
-          order by finished_at
-          limit $2
-          for update skip locked`,
-        [cutoff, batch],
-      );
-      const ids = picked.rows.map((r) => r.id);
-      if (ids.length === 0) return 0;
-      // The code's length is that of its ciphertext less IV and tag (base64 after the last ':',
-      // in both the v1 and the v2 format; codes are ASCII).
-      const codes = await tx.query(
-        `update job_codes
-            set code_length = octet_length(decode(substring(code_encrypted from '[^:]*$'), 'base64')) - 28,
-                code_encrypted = null
-          where job_id = any($1::text[]) and code_encrypted is not null`,
-        [ids],
-      );
-      const stock = await tx.query(
-        `update stock_codes set code_encrypted = null
-          where reserved_by = any($1::text[]) and state in ('consumed', 'deleted') and code_encrypted is not null`,
-        [ids],
-      );
-      await tx.query('update jobs set codes_dropped_at = $2 where id = any($1::text[])', [ids, now]);
-      sweep.jobs += ids.length;
-      sweep.codes += codes.rowCount + stock.rowCount;
-      return ids.length;
-    });
+    // Found by a read without locks (on Citus it asks every worker), then each customer's jobs
+    // locked and forgotten in a transaction of their own, on that customer's worker.
+    const found = await db.query<Owned>(
+      `select customer_id as "customerId", id from jobs j
+        where codes_dropped_at is null and finished_at is not null and finished_at < $1
+          and status in ('completed', 'failed', 'interrupted')
+          and not exists (select 1 from job_codes c
+                           where c.customer_id = j.customer_id and c.job_id = j.id and c.disposition = 'quarantined'
+                             and c.settled_at is null and not c.reused)
+        order by finished_at
+        limit $2`,
+      [cutoff, batch],
+    );
+    let n = 0;
+    for (const [customerId, rows] of byCustomer(found.rows)) {
+      n += await db.transaction(async (tx) => {
+        // Skip locked: a job row someone is updating is taken by a later sweep.
+        const picked = await tx.query<{ id: string }>(
+          `select id from jobs
+            where customer_id = $1 and id = any($2::text[]) and codes_dropped_at is null
+            for update skip locked`,
+          [customerId, rows.map((r) => r.id)],
+        );
+        const ids = picked.rows.map((r) => r.id);
+        if (ids.length === 0) return 0;
+        // Each code's length is kept (forgetCodes, core/jobs/codes.ts).
+        const codes = await forgetCodes(tx, customerId, ids);
+        const stock = await tx.query(
+          `update stock_codes set code_encrypted = null
+            where customer_id = $2 and reserved_by = any($1::text[]) and state in ('consumed', 'deleted')
+              and code_encrypted is not null`,
+          [ids, customerId],
+        );
+        await tx.query(
+          'update jobs set codes_dropped_at = $2 where customer_id = $3 and id = any($1::text[])',
+          [ids, now, customerId],
+        );
+        sweep.jobs += ids.length;
+        sweep.codes += codes + stock.rowCount;
+        return ids.length;
+      });
+    }
     sweep.batches += n > 0 ? 1 : 0;
-    if (n < batch) break;
+    if (found.rows.length < batch) break;
     await yieldToEventLoop();
   }
 
   for (let i = 0; i < maxBatches; i++) {
-    const n = await db.transaction(async (tx) => {
-      // An event a delivery worker holds right now is left to a later sweep.
-      const picked = await tx.query<{ id: string }>(
-        `select id from webhook_events
-          where created_at < $1 and (locked_until is null or locked_until < $2)
-          order by created_at
-          limit $3
-          for update skip locked`,
-        [cutoff, now, batch],
-      );
-      const ids = picked.rows.map((r) => r.id);
-      if (ids.length === 0) return 0;
-      const attempts = await tx.query('delete from webhook_attempts where event_id = any($1::text[])', [ids]);
-      // Redeliveries are attempts too (contract 12.2, 13.6).
-      const redeliveries = await tx.query(
-        'delete from webhook_redeliveries where event_id = any($1::text[])',
-        [ids],
-      );
-      const events = await tx.query('delete from webhook_events where id = any($1::text[])', [ids]);
-      sweep.webhookAttempts += attempts.rowCount + redeliveries.rowCount;
-      sweep.webhookEvents += events.rowCount;
-      return ids.length;
-    });
+    const found = await db.query<Owned>(
+      `select customer_id as "customerId", id from webhook_events
+        where created_at < $1 and (locked_until is null or locked_until < $2)
+        order by created_at
+        limit $3`,
+      [cutoff, now, batch],
+    );
+    let n = 0;
+    for (const [customerId, rows] of byCustomer(found.rows)) {
+      n += await db.transaction(async (tx) => {
+        // An event a delivery worker holds right now is left to a later sweep.
+        const picked = await tx.query<{ id: string }>(
+          `select id from webhook_events
+            where customer_id = $1 and id = any($2::text[]) and (locked_until is null or locked_until < $3)
+            for update skip locked`,
+          [customerId, rows.map((r) => r.id), now],
+        );
+        const ids = picked.rows.map((r) => r.id);
+        if (ids.length === 0) return 0;
+        const attempts = await tx.query(
+          'delete from webhook_attempts where customer_id = $2 and event_id = any($1::text[])',
+          [ids, customerId],
+        );
+        // Redeliveries are attempts too (docs/reference/running.md#retention, docs/reference/webhooks-and-events.md#redelivery).
+        const redeliveries = await tx.query(
+          'delete from webhook_redeliveries where customer_id = $2 and event_id = any($1::text[])',
+          [ids, customerId],
+        );
+        const events = await tx.query(
+          'delete from webhook_events where customer_id = $2 and id = any($1::text[])',
+          [ids, customerId],
+        );
+        sweep.webhookAttempts += attempts.rowCount + redeliveries.rowCount;
+        sweep.webhookEvents += events.rowCount;
+        return ids.length;
+      });
+    }
     sweep.batches += n > 0 ? 1 : 0;
-    if (n < batch) break;
+    if (found.rows.length < batch) break;
     await yieldToEventLoop();
   }
   return sweep;

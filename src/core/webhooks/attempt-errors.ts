@@ -1,4 +1,4 @@
-// The class of a failed webhook attempt, as the event log shows it (contract 13.6): one of
+// The class of a failed webhook attempt, as the event log shows it (docs/reference/webhooks-and-events.md#the-event-log): one of
 // timeout, connection, tls, blocked, http_status. Derived from what the sender recorded (the
 // status and its one-line error), so rows written before the class was stored read the same.
 

@@ -1,4 +1,4 @@
-// The webhook backlog as the metrics read it at scrape time (contract 12.8 and 13.8): pending
+// The webhook backlog as the metrics read it at scrape time (docs/reference/running.md#metrics, docs/reference/webhooks-and-events.md#fair-delivery): pending
 // events by state (due, sending, waiting for a retry), redeliveries queued and being sent, the age
 // of the oldest pending event, and the receivers backed off for failing. Only pending rows are
 // read (the partial index webhook_events_due), so it costs the same however many events were
@@ -18,14 +18,20 @@ export interface WebhookBacklog {
 
 export async function webhookBacklog(q: Pick<Queryable, 'query'>): Promise<WebhookBacklog> {
   const r = await q.query<WebhookBacklog>(
-    `select count(*) filter (where next_attempt_at <= now() and (locked_until is null or locked_until <= now()))::int as due,
-            count(*) filter (where locked_until > now())::int as sending,
-            count(*) filter (where next_attempt_at > now() and (locked_until is null or locked_until <= now()))::int as retry_wait,
-            (select count(*)::int from webhook_redeliveries where state = 'queued') as redeliveries_queued,
-            (select count(*)::int from webhook_redeliveries where state = 'sending') as redeliveries_sending,
-            extract(epoch from now() - min(created_at))::float8 as oldest_age_seconds,
-            (select count(*)::int from webhook_receiver_health where consecutive_failures >= $1) as receivers_backed_off
-       from webhook_events where state = 'pending'`,
+    // Three aggregates side by side in FROM (on Citus each is summed over the workers first;
+    // a subquery in the select list beside an aggregate cannot be).
+    `select e.due, e.sending, e.retry_wait, r.redeliveries_queued, r.redeliveries_sending,
+            e.oldest_age_seconds, h.receivers_backed_off
+       from (select count(*) filter (where next_attempt_at <= now() and (locked_until is null or locked_until <= now()))::int as due,
+                    count(*) filter (where locked_until > now())::int as sending,
+                    count(*) filter (where next_attempt_at > now() and (locked_until is null or locked_until <= now()))::int as retry_wait,
+                    extract(epoch from now() - min(created_at))::float8 as oldest_age_seconds
+               from webhook_events where state = 'pending') e,
+            (select count(*) filter (where state = 'queued')::int as redeliveries_queued,
+                    count(*) filter (where state = 'sending')::int as redeliveries_sending
+               from webhook_redeliveries where state in ('queued', 'sending')) r,
+            (select count(*)::int as receivers_backed_off
+               from webhook_receiver_health where consecutive_failures >= $1) h`,
     [FAILING_RECEIVER_THRESHOLD],
   );
   return r.rows[0]!;

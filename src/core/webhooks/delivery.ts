@@ -1,4 +1,4 @@
-// The webhook worker (contract section 7; DESIGN "Outbox for webhooks"): drains webhook_events
+// The webhook worker (docs/reference/webhooks-and-events.md#deliveries; docs/architecture.md#house-rules, "Outbox for webhooks"): drains webhook_events
 // rows written by the transaction that ended a job. A row is claimed with FOR UPDATE SKIP
 // LOCKED and a lease (locked_until), and its attempt number is taken in that same statement, so
 // two processes never send one attempt twice. Each attempt builds the envelope from the job's
@@ -19,7 +19,7 @@ import type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from '.
 export type { AttemptOutcome, ClaimedEvent, Deps, WebhookWorkerOptions } from './worker-types.ts';
 // The worker loop lives in worker.ts (fair claims, each attempt on its own).
 
-/** A delivery is retried up to 3 times (contract section 7): 4 attempts in all. */
+/** A delivery is retried up to 3 times (docs/reference/webhooks-and-events.md#deliveries): 4 attempts in all. */
 export const MAX_ATTEMPTS = 4;
 
 /** The pause before retry `attempt + 1` after attempt `attempt` failed, from WEBHOOK_RETRY_DELAYS. */
@@ -42,7 +42,7 @@ export async function deliverDueEvents(
     leaseMs: opts.leaseMs ?? 60_000,
     perCustomer: opts.perCustomer,
   });
-  // Redeliveries (contract 13.6) run beside the schedule, never as part of it.
+  // Redeliveries (docs/reference/webhooks-and-events.md#redelivery) run beside the schedule, never as part of it.
   // The sender is handed over so redelivery.ts needs nothing of this file at run time.
   const redelivered = runDueRedeliveries(deps, opts, { send: sendAttempt, envelope: envelopeBody }, stop);
   await Promise.all(claimed.map((evt) => deliverEvent(deps, opts, evt, stop)));
@@ -91,7 +91,7 @@ async function sendAndRecord(deps: Deps, opts: WebhookWorkerOptions, evt: Claime
   await recordAttempt(deps, evt, outcome, startedAt, durationMs, log);
 }
 
-/** The envelope's exact bytes (contract section 7): the same id on every attempt and redelivery. */
+/** The envelope's exact bytes (docs/reference/webhooks-and-events.md#deliveries): the same id on every attempt and redelivery. */
 export function envelopeBody(evt: Pick<ClaimedEvent, 'id' | 'event' | 'createdAt'>, data: unknown): Buffer {
   return Buffer.from(
     JSON.stringify({
@@ -126,7 +126,7 @@ export async function sendAttempt(
       allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       lookup: opts.lookup,
       lookupTimeoutMs: Math.min(timeoutMs, 5_000),
-      // The resolver's turns go round-robin by customer (contract 13.8).
+      // The resolver's turns go round-robin by customer (docs/reference/webhooks-and-events.md#fair-delivery).
       lookupKey: `customer:${evt.customerId}`,
     });
   } catch (err) {
@@ -239,29 +239,36 @@ async function recordAttempt(
   // One statement, so one round trip and one commit: the attempt row and the event's new state.
   // The update is guarded by the attempt number: a process whose lease ran out cannot overwrite
   // a later attempt (its own attempt is still recorded: it was made).
+  // The receiver's run of failures (fair-claim.ts backs a failing one off) is kept with them; an
+  // attempt cut short by a stop is none, so that statement leaves it out. Every part is an
+  // insert of values or an update naming the customer: on Citus an insert fed by a select runs
+  // through the coordinator as a copy, a two-phase commit (docs/running/citus.md#two-phase-commits).
+  const health = !outcome.error?.startsWith('interrupted');
   await deps.db.query(
     `with attempt as (
-       insert into webhook_attempts (event_id, attempt, url, started_at, status, error, duration_ms, error_class)
-       values ($1, $2, $8, $9, $4, $5, $10, $11)
-     ), health as (
-       -- The receiver's run of failures (fair-claim.ts backs a failing one off); a stop is none.
-       -- failing_since: when the run began (the first failure after a delivery).
+       insert into webhook_attempts (customer_id, event_id, attempt, url, started_at, status, error, duration_ms, error_class)
+       values ($12, $1, $2, $8, $9, $4, $5, $10, $11)
+     )${
+       health
+         ? `, health as (
+       -- failing_since: when the run of failures began (the first failure after a delivery).
        insert into webhook_receiver_health (customer_id, mode, consecutive_failures, last_failure_at, failing_since)
-       select $12, $13, case when $14 then 0 else 1 end, case when $14 then null else $7::timestamptz end,
-              case when $14 then null else $7::timestamptz end
-        where $15
+       values ($12, $13, case when $14 then 0 else 1 end, case when $14 then null else $7::timestamptz end,
+               case when $14 then null else $7::timestamptz end)
        on conflict (customer_id, mode) do update
          set consecutive_failures = case when $14 then 0 else webhook_receiver_health.consecutive_failures + 1 end,
              last_failure_at = coalesce(excluded.last_failure_at, webhook_receiver_health.last_failure_at),
              failing_since = case when $14 then null
                                   when webhook_receiver_health.consecutive_failures = 0 then excluded.failing_since
                                   else coalesce(webhook_receiver_health.failing_since, excluded.failing_since) end
-     )
+     )`
+         : ''
+     }
      update webhook_events
         set state = $3, locked_until = null, last_status = $4, last_error = $5,
             next_attempt_at = case when $3 = 'pending' then $6::timestamptz else next_attempt_at end,
             finished_at = case when $3 = 'pending' then null else $7::timestamptz end
-      where id = $1 and attempts = $2 and state = 'pending'`,
+      where customer_id = $12 and id = $1 and attempts = $2 and state = 'pending'`,
     [
       evt.id,
       evt.attempts,
@@ -275,11 +282,9 @@ async function recordAttempt(
       durationMs,
       attemptErrorClass(outcome.status, outcome.error),
       evt.customerId,
-      evt.mode,
-      delivered,
-      !outcome.error?.startsWith('interrupted'),
+      ...(health ? [evt.mode, delivered] : []),
     ],
-    'webhook_record_attempt',
+    health ? 'webhook_record_attempt' : 'webhook_record_stopped_attempt',
   );
   const lagMs = delivered ? now.getTime() - evt.createdAt.getTime() : null;
   deps.metrics?.webhookAttempt(evt.mode, state === 'pending' ? 'failed' : state, lagMs);
@@ -294,8 +299,8 @@ async function drop(deps: Deps, evt: ClaimedEvent, reason: string, log: Deps['lo
   await deps.db.query(
     `update webhook_events
         set state = 'dropped', attempts = attempts - 1, locked_until = null, last_error = $3, finished_at = $4
-      where id = $1 and attempts = $2 and state = 'pending'`,
-    [evt.id, evt.attempts, reason, deps.clock.now()],
+      where customer_id = $5 and id = $1 and attempts = $2 and state = 'pending'`,
+    [evt.id, evt.attempts, reason, deps.clock.now(), evt.customerId],
   );
   log.warn({ reason }, 'webhook event dropped');
 }

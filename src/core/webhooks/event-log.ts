@@ -1,9 +1,9 @@
-// The webhook event log (contract 13.6): a customer's events newest first with their attempts,
+// The webhook event log (docs/reference/webhooks-and-events.md#the-event-log): a customer's events newest first with their attempts,
 // for the merchant (its key's customer and mode) and the operator. An event's state comes from
 // its automatic schedule and its redeliveries, and is kept in webhook_events.log_state by
 // triggers in the transaction of each change (webhook_event_log_state in
 // src/db/functions/webhooks.sql; migration 0081), so a list filtered by state is an index range
-// that stops at its limit, as an unfiltered one is (issue 35):
+// that stops at its limit, as an unfiltered one is:
 //   pending   an automatic attempt is still due, or a redelivery is queued or in flight;
 //   delivered an attempt (automatic or redelivery) got a 2xx;
 //   failed    every automatic attempt used (dropped) and no attempt got a 2xx.
@@ -66,14 +66,35 @@ interface EventRow {
   nextAttemptAt: Date | null;
 }
 
-// Events with their state and next attempt; `page` is the events' own query (its conditions,
-// order and limit), so the redeliveries are read for the page's events only.
+// Events with their state; `page` is the events' own query (its conditions, order and limit).
+// The next attempt of one whose schedule ended is its queued redelivery's, read by
+// withNextAttempts for the page's events only (a second statement: on Citus a page across
+// customers cannot carry a subquery per row).
 const eventsOf = (page: string) => `
   select e.id, e.event, e.job_id as "jobId", e.mode, e.created_at as "createdAt", e.log_state as state,
-         case when e.state = 'pending' then e.next_attempt_at
-              else (select min(d.requested_at) from webhook_redeliveries d
-                     where d.event_id = e.id and d.state = 'queued') end as "nextAttemptAt"
+         e.state = 'pending' as scheduled, case when e.state = 'pending' then e.next_attempt_at end as "nextAttemptAt"
     from (${page}) e`;
+
+/** Each unscheduled event's next attempt: the request time of its queued redelivery, if any. */
+async function withNextAttempts(
+  q: Queryable,
+  rows: (EventRow & { scheduled: boolean })[],
+): Promise<EventRow[]> {
+  const ids = rows.filter((e) => !e.scheduled).map((e) => e.id);
+  const queued = new Map<string, Date>();
+  if (ids.length > 0) {
+    const r = await q.query<{ eventId: string; at: Date }>(
+      `select event_id as "eventId", min(requested_at) as at from webhook_redeliveries
+        where event_id = any($1::text[]) and state = 'queued' group by event_id`,
+      [ids],
+      'webhook_redeliveries_queued',
+    );
+    for (const x of r.rows) queued.set(x.eventId, x.at);
+  }
+  return rows.map(({ scheduled, ...e }) =>
+    scheduled ? e : { ...e, nextAttemptAt: queued.get(e.id) ?? null },
+  );
+}
 
 /** A page of events, newest first, with `next_cursor` when more follow. */
 export async function listEvents(q: Queryable, f: EventFilter) {
@@ -107,8 +128,12 @@ export async function listEvents(q: Queryable, f: EventFilter) {
   ]
     .map((given) => (given ? 1 : 0))
     .join('')}`;
-  const r = await q.query<EventRow>(`${eventsOf(page)} order by e.created_at desc, e.id desc`, params, name);
-  const rows = r.rows.slice(0, f.limit);
+  const r = await q.query<EventRow & { scheduled: boolean }>(
+    `${eventsOf(page)} order by e.created_at desc, e.id desc`,
+    params,
+    name,
+  );
+  const rows = await withNextAttempts(q, r.rows.slice(0, f.limit));
   const attempts = await loadAttempts(
     q,
     rows.map((e) => e.id),
@@ -132,14 +157,15 @@ export async function getEvent(
 ) {
   if (!/^evt_[A-Za-z0-9]{20,64}$/.test(eventId)) return null;
   // The operator reads any event: its customer comes from the row itself.
-  const r = await q.query<EventRow>(
+  const r = await q.query<EventRow & { scheduled: boolean }>(
     eventsOf(`select * from webhook_events where id = $3
        and ($1::bigint is null or customer_id = $1) and ($2::text is null or mode = $2)`),
     [owner?.customerId ?? null, owner?.mode ?? null, eventId],
     'webhook_event_get',
   );
-  const row = r.rows[0];
-  if (!row) return null;
+  const found = r.rows[0];
+  if (!found) return null;
+  const [row] = (await withNextAttempts(q, [found])) as [EventRow];
   const attempts = await loadAttempts(q, [row.id]);
   const data = await jobEventData(q, codeKey, row.jobId, row.event);
   return { ...eventRecord(row, attempts.get(row.id) ?? []), data: data ?? {} };

@@ -1,4 +1,4 @@
-// The operator's view of webhooks across customers (issue 36): the event log of every customer at
+// The operator's view of webhooks across customers: the event log of every customer at
 // once (the failed ones, by default the console's "Webhooks" page), each event with its customer
 // and the receiver's last error as the sender recorded it; and one customer's registered
 // receivers with their recent success rate. Read-only; the event log itself is event-log.ts.
@@ -109,10 +109,11 @@ export async function receiversOf(
                 count(*) filter (where x.status between 200 and 299 and x.error is null) as delivered
            from webhook_events e
            cross join lateral (
-             select t.status, t.error from webhook_attempts t where t.event_id = e.id and t.started_at >= $2
+             select t.status, t.error from webhook_attempts t
+              where t.customer_id = e.customer_id and t.event_id = e.id and t.started_at >= $2
              union all
              select d.status, d.error from webhook_redeliveries d
-              where d.event_id = e.id and d.state = 'done' and d.started_at >= $2) x
+              where d.customer_id = e.customer_id and d.event_id = e.id and d.state = 'done' and d.started_at >= $2) x
           where e.customer_id = w.customer_id and e.mode = w.mode and e.created_at >= $3
        ) a on true
       where w.customer_id = $1`,

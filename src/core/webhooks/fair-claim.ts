@@ -1,4 +1,4 @@
-// Fair claims of webhook attempts (contract 13.8), across processes, as claimJob (jobs/states.ts)
+// Fair claims of webhook attempts (docs/reference/webhooks-and-events.md#fair-delivery), across processes, as claimJob (jobs/states.ts)
 // does for jobs:
 // - every process claims with FOR UPDATE SKIP LOCKED and a lease (locked_until), and takes the
 //   attempt number in the same statement, so no attempt is ever sent twice;
@@ -10,7 +10,9 @@
 //   live before test, then the customer whose last claim is the oldest (webhook_claim_turns).
 // Only each receiver's first few due events are candidates, found by a skip scan over the
 // pending index, so a claim costs the same behind a backlog of a hundred or of a million.
+import { shardedByCustomer } from '../../db/citus.ts';
 import type { JobEvent, Mode } from '../vocabulary.ts';
+import { repairWorkQueue, tookTurns, type WorkTurn, workTurns } from '../work-queue.ts';
 import {
   type ClaimedEvent,
   type Deps,
@@ -22,8 +24,15 @@ import {
 const RUNNING_OF = (o: string) => `(
   (select count(*) from webhook_events b
     where b.customer_id = ${o}.customer_id and b.state = 'pending' and b.locked_until > $1)
-  + (select count(*) from webhook_redeliveries r join webhook_events re on re.id = r.event_id
-      where r.state = 'sending' and r.locked_until > $1 and re.customer_id = ${o}.customer_id))::int`;
+  + (select count(*) from webhook_redeliveries r
+      where r.customer_id = ${o}.customer_id and r.state = 'sending' and r.locked_until > $1))::int`;
+
+/** RUNNING_OF for one customer given as a parameter (the claims on Citus): `customer` and `now` name them. */
+const runningOfCustomer = (customer: string, now: string) => `(
+  (select count(*) from webhook_events b
+    where b.customer_id = ${customer} and b.state = 'pending' and b.locked_until > ${now})
+  + (select count(*) from webhook_redeliveries r
+      where r.customer_id = ${customer} and r.state = 'sending' and r.locked_until > ${now}))::int`;
 
 export interface FairClaimOptions {
   /** Attempts to claim at most (this process's free slots). */
@@ -36,6 +45,7 @@ export interface FairClaimOptions {
 /** Claims due events fairly; each comes with its attempt number already taken. */
 export async function claimDueEventsFairly(deps: Deps, opts: FairClaimOptions): Promise<ClaimedEvent[]> {
   if (opts.limit <= 0) return [];
+  if (await shardedByCustomer(deps.db)) return claimEventsByTurns(deps, opts);
   const now = deps.clock.now();
   const r = await deps.db.query<ClaimedEvent>(
     `with recursive owners (customer_id, mode) as (
@@ -65,7 +75,7 @@ export async function claimDueEventsFairly(deps: Deps, opts: FairClaimOptions): 
                         order by e.next_attempt_at, e.id
                         -- A failing receiver: one attempt at a time.
                         limit (case when b.failing then greatest(0, 1 - b.receiver_running) else $4::int end)) d
-        -- A disabled customer's webhooks are not sent (contract 13.8).
+        -- A disabled customer's webhooks are not sent (docs/reference/jobs.md#disabled-customers).
         where not exists (select 1 from customers dc where dc.id = b.customer_id and dc.disabled_at is not null)
      ),
      ranked as (
@@ -107,6 +117,109 @@ export async function claimDueEventsFairly(deps: Deps, opts: FairClaimOptions): 
   return r.rows;
 }
 
+/**
+ * claimDueEventsFairly on Citus: the customers with webhook work come from work_queue in turn
+ * order, and each is claimed on its own worker (docs/running/citus.md#fair-claims-on-citus):
+ * first one event each, then what room is left, in the same order. The rules per customer are
+ * the same: PER_CUSTOMER_ATTEMPTS in flight, one at a time to a failing receiver, none for a
+ * disabled customer.
+ */
+async function claimEventsByTurns(deps: Deps, opts: FairClaimOptions): Promise<ClaimedEvent[]> {
+  await repairWorkQueue(deps.db, Date.now());
+  const turns = await workTurns(deps.db, 'webhook');
+  const claimed: ClaimedEvent[] = [];
+  const empty: WorkTurn[] = [];
+  const done = new Set<WorkTurn>();
+  for (const perTurn of [1, opts.limit]) {
+    for (const turn of turns) {
+      const room = Math.min(perTurn, opts.limit - claimed.length);
+      if (room <= 0) break;
+      if (done.has(turn)) continue;
+      const rows = await claimEventsOf(deps, opts, turn, room);
+      claimed.push(...rows);
+      if (rows.length < room) done.add(turn);
+      if (rows.length === 0 && !(await webhookWorkLeft(deps, turn))) empty.push(turn);
+    }
+  }
+  await tookTurns(deps.db, 'webhook', turns, empty);
+  return claimed;
+}
+
+/**
+ * Up to `room` due events of one customer and mode, with its rules, on its worker: how many it
+ * may have is read first, then that many are claimed (Citus plans a LIMIT taken from a
+ * subquery of the same statement wrongly: it claimed every due event).
+ */
+async function claimEventsOf(
+  deps: Deps,
+  opts: FairClaimOptions,
+  turn: WorkTurn,
+  room: number,
+): Promise<ClaimedEvent[]> {
+  const now = deps.clock.now();
+  const allowed = await deps.db.query<{ k: number }>(
+    `select greatest(0, case
+              -- A disabled customer's webhooks are not sent (docs/reference/jobs.md#disabled-customers).
+              when exists (select 1 from customers dc where dc.id = $5 and dc.disabled_at is not null) then 0
+              -- A failing receiver: one attempt at a time.
+              when coalesce((select h.consecutive_failures >= $4 from webhook_receiver_health h
+                              where h.customer_id = $5 and h.mode = $6), false)
+                then least(1 - (select count(*)::int from webhook_events x where x.customer_id = $5
+                                   and x.mode = $6 and x.state = 'pending' and x.locked_until > $1),
+                           $3::int - ${runningOfCustomer('$5', '$1')})
+              else least($2::int, $3::int - ${runningOfCustomer('$5', '$1')}) end)::int as k`,
+    [
+      now,
+      room,
+      opts.perCustomer ?? PER_CUSTOMER_ATTEMPTS,
+      FAILING_RECEIVER_THRESHOLD,
+      turn.customerId,
+      turn.mode,
+    ],
+    'webhook_claim_room',
+  );
+  const k = allowed.rows[0]!.k;
+  if (k <= 0) return [];
+  // Locked, then claimed, in one transaction on the customer's worker: Citus returned every due
+  // event from an update whose `id in (select … limit … for update skip locked)` named one.
+  return deps.db.transaction(async (tx) => {
+    const picked = await tx.query<{ id: string }>(
+      `select id from webhook_events
+        where customer_id = $2 and mode = $3 and state = 'pending'
+          and next_attempt_at <= $1 and (locked_until is null or locked_until <= $1)
+        order by next_attempt_at, id
+        limit $4
+        for update skip locked`,
+      [now, turn.customerId, turn.mode, k],
+      'webhook_claim_pick',
+    );
+    if (picked.rows.length === 0) return [];
+    const r = await tx.query<ClaimedEvent>(
+      `update webhook_events e
+          set attempts = e.attempts + 1, locked_until = $1
+        where e.customer_id = $2 and e.id = any($3::text[])
+       returning e.id, e.customer_id as "customerId", e.mode, e.job_id as "jobId", e.event,
+                 e.created_at as "createdAt", e.attempts`,
+      [new Date(now.getTime() + opts.leaseMs), turn.customerId, picked.rows.map((p) => p.id)],
+      'webhook_claim_routed',
+    );
+    return r.rows;
+  });
+}
+
+/** Whether a customer still has webhook work of a mode: an event pending, or a redelivery queued. */
+async function webhookWorkLeft(deps: Deps, turn: WorkTurn): Promise<boolean> {
+  const r = await deps.db.query<{ left: boolean }>(
+    `select exists (select 1 from webhook_events where customer_id = $1 and mode = $2 and state = 'pending')
+         or exists (select 1 from webhook_redeliveries r
+                      join webhook_events e on e.customer_id = r.customer_id and e.id = r.event_id
+                     where r.customer_id = $1 and e.mode = $2 and r.state = 'queued') as left`,
+    [turn.customerId, turn.mode],
+    'webhook_work_left',
+  );
+  return r.rows[0]!.left;
+}
+
 export interface ClaimedRedelivery {
   id: string;
   eventId: string;
@@ -118,11 +231,12 @@ export interface ClaimedRedelivery {
 }
 
 /**
- * Claims queued redeliveries (contract 13.6), oldest first, within the same per-customer limit
+ * Claims queued redeliveries (docs/reference/webhooks-and-events.md#redelivery), oldest first, within the same per-customer limit
  * as the scheduled attempts (a redelivery is an attempt too).
  */
 export async function claimDueRedeliveries(deps: Deps, opts: FairClaimOptions): Promise<ClaimedRedelivery[]> {
   if (opts.limit <= 0) return [];
+  if (await shardedByCustomer(deps.db)) return claimRedeliveriesByTurns(deps, opts);
   const now = deps.clock.now();
   const r = await deps.db.query<ClaimedRedelivery>(
     `with room as (
@@ -147,4 +261,52 @@ export async function claimDueRedeliveries(deps: Deps, opts: FairClaimOptions): 
     'webhook_redelivery_claim',
   );
   return r.rows;
+}
+
+/**
+ * claimDueRedeliveries on Citus: the customers with webhook work in turn order (work_queue), each
+ * claimed on its own worker, oldest first, within the same per-customer limit. The turn order
+ * moves when the scheduled attempts are claimed (claimEventsByTurns), not here.
+ */
+async function claimRedeliveriesByTurns(deps: Deps, opts: FairClaimOptions): Promise<ClaimedRedelivery[]> {
+  await repairWorkQueue(deps.db, Date.now());
+  const customers = [...new Set((await workTurns(deps.db, 'webhook')).map((t) => t.customerId))];
+  const claimed: ClaimedRedelivery[] = [];
+  for (const customerId of customers) {
+    const room = opts.limit - claimed.length;
+    if (room <= 0) break;
+    const now = deps.clock.now();
+    // The room first, then the claim (see claimEventsOf: no LIMIT from a subquery on Citus).
+    const allowed = await deps.db.query<{ k: number }>(
+      `select greatest(0, least($2::int, $3::int - ${runningOfCustomer('$4', '$1')}))::int as k`,
+      [now, room, opts.perCustomer ?? PER_CUSTOMER_ATTEMPTS, customerId],
+      'webhook_redelivery_room',
+    );
+    const k = allowed.rows[0]!.k;
+    if (k <= 0) continue;
+    const rows = await deps.db.transaction(async (tx) => {
+      const picked = await tx.query<{ id: string }>(
+        `select id from webhook_redeliveries where customer_id = $1 and state = 'queued'
+          order by requested_at, id limit $2 for update skip locked`,
+        [customerId, k],
+        'webhook_redelivery_pick',
+      );
+      if (picked.rows.length === 0) return [];
+      const r = await tx.query<ClaimedRedelivery>(
+        `with c as (
+           update webhook_redeliveries r set state = 'sending', locked_until = $2, started_at = $1
+            where r.customer_id = $3 and r.id = any($4::text[])
+           returning r.id, r.event_id
+         )
+         select c.id, c.event_id as "eventId", e.customer_id as "customerId", e.mode, e.job_id as "jobId",
+                e.event, e.created_at as "createdAt"
+           from c join webhook_events e on e.customer_id = $3 and e.id = c.event_id`,
+        [now, new Date(now.getTime() + opts.leaseMs), customerId, picked.rows.map((p) => p.id)],
+        'webhook_redelivery_claim_routed',
+      );
+      return r.rows;
+    });
+    claimed.push(...rows);
+  }
+  return claimed;
 }

@@ -1,4 +1,4 @@
-// Redelivery of a webhook event (contract 13.6): one extra attempt, now, to the URL registered
+// Redelivery of a webhook event (docs/reference/webhooks-and-events.md#redelivery): one extra attempt, now, to the URL registered
 // now, signed with the current secret, with the same event id and SVC-Delivery-Id. It never
 // touches the automatic schedule: webhook_events' attempts, next_attempt_at and state are not
 // read for it nor written by it.
@@ -19,6 +19,7 @@ import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import { jobEventData } from '../redeem/job-view.ts';
 import type { Mode } from '../vocabulary.ts';
+import { addWebhookWork } from '../work-queue.ts';
 import { attemptErrorClass } from './attempt-errors.ts';
 import { type ClaimedRedelivery, claimDueRedeliveries } from './fair-claim.ts';
 import { loadRegistration } from './registration.ts';
@@ -51,46 +52,47 @@ export async function requestRedelivery(
   eventId: string,
   requestedBy: string,
 ): Promise<{ eventId: string; customerId: number; mode: Mode }> {
-  const r = await db.query<{
-    found: boolean;
-    registered: boolean;
-    queued: string | null;
-    customerId: number;
-    mode: Mode;
-  }>(
-    `with e as (
-       select id, customer_id, mode from webhook_events
-        where id = $1 and ($2::bigint is null or (customer_id = $2 and mode = $3))
-     ), ins as (
-       insert into webhook_redeliveries (id, event_id, requested_at, requested_by)
-       select $4, e.id, $5, $6 from e
-        where exists (select 1 from webhooks w where w.customer_id = e.customer_id and w.mode = e.mode)
-       on conflict (event_id) where state <> 'done' do nothing
-       returning id
-     )
-     select exists (select 1 from e) as found,
-            exists (select 1 from e join webhooks w on w.customer_id = e.customer_id and w.mode = e.mode) as registered,
-            (select id from ins) as queued,
-            (select customer_id from e) as "customerId", (select mode from e) as mode`,
-    [
-      /^evt_[A-Za-z0-9]{20,64}$/.test(eventId) ? eventId : null,
-      owner?.customerId ?? null,
-      owner?.mode ?? null,
-      `rdl_${randomBase62(24)}`,
-      clock.now(),
-      requestedBy,
-    ],
+  const id = /^evt_[A-Za-z0-9]{20,64}$/.test(eventId) ? eventId : null;
+  // The operator may ask for any customer's event: its customer first, so the statement below
+  // runs on that customer's worker on Citus.
+  const whose =
+    owner ??
+    (id === null
+      ? null
+      : ((
+          await db.query<{ customerId: number; mode: Mode }>(
+            'select customer_id as "customerId", mode from webhook_events where id = $1',
+            [id],
+          )
+        ).rows[0] ?? null));
+  if (whose === null) throw new ApiError('not_found', 'unknown event');
+  // A read, then an insert of values: on Citus an insert fed by a select (or a CTE) is run
+  // through the coordinator as a copy, a two-phase commit even for one customer; these two run on
+  // the customer's worker (docs/running/citus.md#two-phase-commits). A webhook removed between
+  // them leaves a redelivery that is recorded as blocked when its turn comes.
+  const seen = await db.query<{ found: boolean; registered: boolean }>(
+    `select exists (select 1 from webhook_events where customer_id = $2 and id = $1 and mode = $3) as found,
+            exists (select 1 from webhooks w where w.customer_id = $2 and w.mode = $3) as registered`,
+    [id, whose.customerId, whose.mode],
+    'webhook_redelivery_check',
+  );
+  if (!seen.rows[0]!.found) throw new ApiError('not_found', 'unknown event');
+  if (!seen.rows[0]!.registered) throw new ApiError('conflict', 'no webhook is registered for this mode');
+  const r = await db.query<{ id: string }>(
+    `insert into webhook_redeliveries (id, customer_id, event_id, requested_at, requested_by)
+     values ($1, $2, $3, $4, $5)
+     on conflict (customer_id, event_id) where state <> 'done' do nothing
+     returning id`,
+    [`rdl_${randomBase62(24)}`, whose.customerId, id, clock.now(), requestedBy],
     'webhook_redelivery_request',
   );
-  const row = r.rows[0]!;
-  if (!row.found) throw new ApiError('not_found', 'unknown event');
-  if (!row.registered) throw new ApiError('conflict', 'no webhook is registered for this mode');
-  if (row.queued === null)
+  if (r.rows.length === 0)
     throw new ApiError('conflict', 'a redelivery of this event is still in flight; wait for its result');
-  return { eventId, customerId: row.customerId, mode: row.mode };
+  await addWebhookWork(db, whose.customerId, whose.mode);
+  return { eventId, customerId: whose.customerId, mode: whose.mode };
 }
 
-/** The operator's redelivery (POST /admin/v1/events/{id}/redeliver), with its audit row (13.2). */
+/** The operator's redelivery (POST /admin/v1/events/{id}/redeliver), with its audit row (docs/reference/operators-and-audit.md#audit-log). */
 export async function requestRedeliveryAs(
   deps: { db: Database; clock: Clock },
   actor: Actor,
@@ -127,14 +129,27 @@ export async function runDueRedeliveries(
 
 /** Closes, as failed attempts, redeliveries whose sender stopped (their lease ran out). */
 export async function expireStaleRedeliveries(deps: Deps): Promise<void> {
-  await deps.db.query(
-    `update webhook_redeliveries
-        set state = 'done', locked_until = null, error_class = 'connection', duration_ms = 0,
-            error = 'the process stopped while sending; it may have arrived'
-      where state = 'sending' and locked_until <= $1`,
-    [deps.clock.now()],
-    'webhook_redelivery_expire',
+  // Found by a read (on Citus it asks every worker), then closed one customer at a time, each
+  // again only if still stale: this runs on every pass of the webhook worker, and an update
+  // naming no customer writes every worker's shard, a two-phase commit each time
+  // (docs/running/citus.md#two-phase-commits).
+  const now = deps.clock.now();
+  const stale = await deps.db.query<{ customerId: number; id: string }>(
+    `select customer_id as "customerId", id from webhook_redeliveries where state = 'sending' and locked_until <= $1`,
+    [now],
+    'webhook_redelivery_stale',
   );
+  const byCustomer = new Map<number, string[]>();
+  for (const s of stale.rows) byCustomer.set(s.customerId, [...(byCustomer.get(s.customerId) ?? []), s.id]);
+  for (const [customerId, ids] of byCustomer)
+    await deps.db.query(
+      `update webhook_redeliveries
+          set state = 'done', locked_until = null, error_class = 'connection', duration_ms = 0,
+              error = 'the process stopped while sending; it may have arrived'
+        where customer_id = $2 and id = any($3::text[]) and state = 'sending' and locked_until <= $1`,
+      [now, customerId, ids],
+      'webhook_redelivery_expire',
+    );
 }
 
 /** Sends one claimed redelivery and records it; a failure to record is logged, never thrown. */
@@ -174,8 +189,8 @@ async function sendAndRecord(
     `update webhook_redeliveries
         set state = 'done', locked_until = null, url = $2, status = $3, error = $4, error_class = $5,
             duration_ms = $6
-      where id = $1 and state = 'sending'`,
-    [r.id, outcome.url, outcome.status, outcome.error, errorClass, durationMs],
+      where customer_id = $7 and id = $1 and state = 'sending'`,
+    [r.id, outcome.url, outcome.status, outcome.error, errorClass, durationMs, r.customerId],
     'webhook_redelivery_record',
   );
   deps.metrics?.webhookAttempt(r.mode, errorClass === null ? 'delivered' : 'failed', null);

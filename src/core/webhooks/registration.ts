@@ -1,12 +1,15 @@
-// Webhook registrations (contract section 7): one per customer and mode. The secret is shown
+// Webhook registrations (docs/reference/webhooks-and-events.md#registration): one per customer and mode. The secret is shown
 // once, in the registration answer, and kept encrypted at rest because it signs deliveries:
 // under its own subkey, bound to its customer and mode (code-crypto.ts).
-import type { Queryable } from '../../db/database.ts';
+import type { Database, Queryable } from '../../db/database.ts';
 import type { Clock } from '../clock.ts';
 import { decryptSecret, encryptSecret } from '../crypto/code-crypto.ts';
 import { ApiError } from '../errors.ts';
 import { newWebhookSecret } from '../ids.ts';
+import type { Actor } from '../operators/actor.ts';
+import { recordAudit } from '../operators/audit.ts';
 import type { Mode } from '../vocabulary.ts';
+import { maskWebhookUrl } from './event-overview.ts';
 import { type LookupFn, parseWebhookUrl, resolveWebhookTarget } from './url-guard.ts';
 
 export const SIGNATURE_NOTE =
@@ -35,7 +38,7 @@ export interface RegisterDeps {
   lookup?: LookupFn;
 }
 
-/** Validates the request body in the contract's order; returns the URL string to store. */
+/** Validates the request body in the documented order; returns the URL string to store. */
 export async function validateRegistration(
   body: unknown,
   opts: { allowPrivate: boolean; lookup?: LookupFn; lookupKey?: string },
@@ -66,7 +69,7 @@ export async function registerWebhook(
   const url = await validateRegistration(body, {
     allowPrivate: deps.allowPrivate,
     lookup: deps.lookup,
-    // The resolver's turns go round-robin by customer (contract 13.8).
+    // The resolver's turns go round-robin by customer (docs/reference/webhooks-and-events.md#fair-delivery).
     lookupKey: `customer:${caller.customerId}`,
   });
   const secret = newWebhookSecret();
@@ -97,4 +100,47 @@ export async function loadRegistration(
   );
   const row = r.rows[0];
   return row ? { url: row.url, secret: decryptSecret(codeKey, row.secretEncrypted, caller) } : null;
+}
+
+/**
+ * Removes a customer's webhook of one mode (the operator's `DELETE
+ * /admin/v1/customers/{id}/webhooks/{mode}`): the URL, its secret and its receiver's record, with
+ * the audit row, in one transaction. The public API has no way to remove one (the specification
+ * and contract give `POST /v1/webhook` a required `url`), so a merchant asks the operator, and a
+ * tutorial that registers a receiver on a gateway of one's own removes it this way. From then on
+ * ending jobs write no event for that mode; events already pending are dropped at their next
+ * attempt ("no webhook registered any more") and stay readable in the event log. Returns the
+ * removed URL with its query values masked, or null when none was registered.
+ */
+export async function removeWebhook(
+  db: Database,
+  clock: Clock,
+  actor: Actor,
+  caller: Caller,
+): Promise<{ url: string } | null> {
+  return db.transaction(async (tx) => {
+    const r = await tx.query<{ url: string }>(
+      'delete from webhooks where customer_id = $1 and mode = $2 returning url',
+      [caller.customerId, caller.mode],
+    );
+    const row = r.rows[0];
+    if (!row) return null;
+    await tx.query('delete from webhook_receiver_health where customer_id = $1 and mode = $2', [
+      caller.customerId,
+      caller.mode,
+    ]);
+    const url = maskWebhookUrl(row.url);
+    await recordAudit(
+      tx,
+      actor,
+      {
+        action: 'webhook.remove',
+        customerId: caller.customerId,
+        target: caller.mode,
+        details: { mode: caller.mode, url },
+      },
+      clock,
+    );
+    return { url };
+  });
 }

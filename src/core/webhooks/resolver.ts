@@ -1,4 +1,4 @@
-// Name resolution for webhook hosts (contract 12.6; issue 8): off the main thread pool, with a
+// Name resolution for webhook hosts (docs/reference/webhooks-and-events.md#the-url-guard): off the main thread pool, with a
 // deadline, cancelled when it passes, and a cap on lookups at once.
 //
 // node:dns `lookup` calls getaddrinfo on libuv's thread pool (4 threads by default), which the
@@ -19,7 +19,7 @@ export interface ResolvedAddress {
 
 /**
  * Resolves a host name to every address it has. `key` names whose lookup it is
- * (`customer:<id>`): the shared resolver gives its slots round-robin by key (contract 13.8).
+ * (`customer:<id>`): the shared resolver gives its slots round-robin by key (docs/reference/webhooks-and-events.md#fair-delivery).
  */
 export type LookupFn = (hostname: string, key?: string) => Promise<ResolvedAddress[]>;
 

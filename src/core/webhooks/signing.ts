@@ -1,4 +1,4 @@
-// Webhook signatures (contract section 7, specification section 6), as Stripe does them:
+// Webhook signatures (docs/reference/webhooks-and-events.md#signatures), as Stripe does them:
 // `SVC-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>` over the bytes `<t>.` + the exact body.
 // The key is the whole secret string (`whsec_…`) as UTF-8 bytes, not decoded.
 import { createHmac, timingSafeEqual } from 'node:crypto';

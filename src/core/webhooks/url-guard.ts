@@ -1,4 +1,4 @@
-// The webhook URL guard (contract section 7): which URLs may be registered, and which addresses
+// The webhook URL guard (docs/reference/webhooks-and-events.md#the-url-guard): which URLs may be registered, and which addresses
 // a delivery may connect to. A webhook is a request the service makes on a caller's behalf, so
 // without this guard any key could make it reach loopback, the private network or a cloud
 // metadata endpoint (SSRF). Only plain public unicast addresses pass, unless the operator allows
@@ -15,8 +15,8 @@ export const LOOKUP_TIMEOUT_MS = 5_000;
 
 /**
  * Cloud instance metadata endpoints (AWS IMDS over IPv4 and IPv6, the ECS and EKS credential
- * endpoints, Alibaba Cloud's): refused even when WEBHOOK_ALLOW_PRIVATE_TARGETS=true (contract
- * 12.6), since a request there hands out the machine's cloud credentials.
+ * endpoints, Alibaba Cloud's): refused even when WEBHOOK_ALLOW_PRIVATE_TARGETS=true
+ * (docs/reference/webhooks-and-events.md#the-url-guard), since a request there hands out the machine's cloud credentials.
  */
 const METADATA_ADDRESSES = new Set(
   [
@@ -91,7 +91,7 @@ export function addressAllowed(address: string, allowPrivate: boolean): boolean 
 }
 
 /**
- * The one message of every webhook_url_blocked (contract 12.6): telling "does not resolve" from
+ * The one message of every webhook_url_blocked (docs/reference/webhooks-and-events.md#the-url-guard): telling "does not resolve" from
  * "not public" would let a key map the internal DNS. The reason stays on the error for the
  * delivery log (an operator's view), never in an answer.
  */
@@ -107,7 +107,7 @@ export class BlockedTargetError extends ApiError {
 const blocked = (why: string) => new BlockedTargetError(why);
 
 /**
- * The first two rules of contract section 7, in order: a usable absolute URL without userinfo
+ * The first two rules of docs/reference/webhooks-and-events.md#the-url-guard, in order: a usable absolute URL without userinfo
  * (else bad_request), then the https scheme (else https_required). Returns the parsed URL.
  */
 export function parseWebhookUrl(raw: unknown): URL {

@@ -13,7 +13,7 @@ export interface WebhookWorkerOptions {
   batchSize?: number;
   /** Attempts this process runs at once, each on its own (the worker loop). Default 10. */
   concurrency?: number;
-  /** Attempts of one customer running at once, across processes (contract 13.8). Default 4. */
+  /** Attempts of one customer running at once, across processes (docs/reference/webhooks-and-events.md#fair-delivery). Default 4. */
   perCustomer?: number;
   /** How long a claimed event stays reserved for this process. Default 60 s (over the timeout). */
   leaseMs?: number;
@@ -46,7 +46,7 @@ export interface AttemptOutcome {
   url: string;
 }
 
-/** Attempts of one customer at once (contract 13.8). */
+/** Attempts of one customer at once (docs/reference/webhooks-and-events.md#fair-delivery). */
 export const PER_CUSTOMER_ATTEMPTS = 4;
 /** Consecutive failed attempts after which a receiver gets one attempt at a time. */
 export const FAILING_RECEIVER_THRESHOLD = 3;

@@ -1,4 +1,4 @@
-// The webhook worker loop (contract sections 7 and 13.8; DESIGN "Outbox for webhooks"). Each pass
+// The webhook worker loop (docs/reference/webhooks-and-events.md#deliveries, docs/reference/webhooks-and-events.md#fair-delivery; docs/architecture.md#house-rules, "Outbox for webhooks"). Each pass
 // claims as many attempts as this process has free slots, fairly across customers
 // (fair-claim.ts), and starts each one on its own: no attempt waits for another, so a receiver
 // that never answers holds only its own slots (at most 4 of its customer's, one while it keeps
@@ -50,7 +50,7 @@ export function startWebhookWorker(deps: Deps, opts: WebhookWorkerOptions = {}):
       const free = concurrency - running.size;
       if (free <= 0) return false;
       const claim = { limit: free, leaseMs, perCustomer: opts.perCustomer };
-      // Redeliveries (contract 13.6) run beside the schedule, never as part of it.
+      // Redeliveries (docs/reference/webhooks-and-events.md#redelivery) run beside the schedule, never as part of it.
       const redeliveries = await claimDueRedeliveries(deps, claim);
       const sender = { send: sendAttempt, envelope: envelopeBody };
       for (const r of redeliveries) spawn(sendRedelivery(deps, opts, sender, r, stopping.signal));

@@ -1,8 +1,9 @@
 -- The account wing: the billing lock and the one account view. Applied after the migrations at
 -- every start when this file's text changed (applyFunctions); `create or replace` only.
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
--- PL/pgSQL where a caller runs it often (it keeps its plans per connection); language sql where
--- the function is to be inlined into the caller's query (account_row).
+-- PL/pgSQL throughout: it keeps its plans per connection, and Citus plans a PL/pgSQL body's
+-- statements one by one (a language sql function that reads customer tables cannot be called with
+-- parameters on a Citus coordinator).
 
 -- The billing lock of a customer and mode: the account row, made when missing. Returns true, so
 -- callers take the lock as an expression (`v := account_lock(...)`), the cheapest PL/pgSQL call.
@@ -19,13 +20,14 @@ end $$;
 
 -- The one account view: what billing, the quota headers and GET /v1/me need about one customer
 -- in one mode on one day, as the camelCase fields of the AccountRow type. No row for no such
--- customer. Language sql, stable and set-returning, so PostgreSQL inlines it into the
--- calling query (GET /v1/me joins it to the key): the same plan as the joins written out.
+-- customer. Every join is on the customer, so on Citus it is one shard group's query.
 create or replace function account_row(p_customer bigint, p_mode text, p_day date)
 returns table ("disabled" boolean, "subRequired" boolean, "subExpiresAt" timestamptz, "label" text,
                "dailyLimit" integer, "perRequestMicros" bigint, "overage" boolean, "active" boolean,
                "balanceMicros" bigint, "heldMicros" bigint, "usedToday" integer, "overageToday" integer)
-language sql stable as $$
+language plpgsql stable as $$
+begin
+  return query
   select c.disabled_at is not null, c.subscription_required, c.subscription_expires_at,
          p.label, p.daily_limit, p.per_request_micros, p.overage, p.active,
          coalesce(a.balance_micros, 0)::int8, coalesce(a.held_micros, 0)::int8,
@@ -34,8 +36,8 @@ language sql stable as $$
     left join plans p on p.customer_id = c.id
     left join accounts a on a.customer_id = c.id and a.mode = p_mode
     left join daily_usage u on u.customer_id = c.id and u.mode = p_mode and u.day = p_day
-   where c.id = p_customer
-$$;
+   where c.id = p_customer;
+end $$;
 
 -- account_row as one jsonb value (null for no such customer), for PL/pgSQL callers and answers
 -- that carry the account inside a larger jsonb.

@@ -1,4 +1,4 @@
--- The audit log (contract 13.2, written by recordAudit) is append-only, whoever asks: no code
+-- The audit log (docs/reference/operators-and-audit.md#audit-log, written by recordAudit) is append-only, whoever asks: no code
 -- path updates or deletes an audit row, and this refuses it from psql or a future bug too
 -- (truncate included).
 create or replace function audit_events_refuse_change() returns trigger

@@ -8,9 +8,14 @@
 -- (no direct money writes) fails when TypeScript writes these tables itself.
 -- Lock order everywhere: the account row, then the job row (or daily_usage, stock rows).
 -- Business time comes from the caller (the service's clock), never from now(): tests move it.
+-- Every statement names the customer, so on Citus it runs on that customer's worker.
+
+-- Earlier arities, without the customer (create or replace cannot change a signature).
+drop function if exists billing_capture_one(text, timestamptz);
+drop function if exists billing_release_one(text);
 
 -- Appends one ledger entry and moves the cached balance with it (the account row is made when
--- missing); returns the new entry's id (an operator's answer names it: contract 13.3). `p_actor`:
+-- missing); returns the new entry's id (an operator's answer names it: docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments). `p_actor`:
 -- the operator's name, or 'system' for the service's own entries (charges, settlements); `p_request_id`: the request that caused it, if
 -- known. A capture's entry may take the balance below zero only through a settlement (an outcome
 -- that happened is billed): the caller decides, this function only records.
@@ -44,7 +49,7 @@ end $$;
 -- insert of a negative count even where it would conflict, so a release only updates).
 -- The day's row exists for every hold but the day's first: update it first (a plain update,
 -- HOT), and insert only when it is missing. An insert ... on conflict do update on an existing
--- row writes a lock record before its update (issue 22: one log record less per hold).
+-- row writes a lock record before its update (one log record less per hold).
 create or replace function usage_record(p_customer bigint, p_mode text, p_day date, p_used integer,
                                         p_overage integer) returns boolean
 language plpgsql as $$
@@ -60,7 +65,7 @@ begin
   return true;
 end $$;
 
--- Step 12 of contract section 3 (billing, section 2), under the account lock: decides how
+-- Step 12 of docs/reference/redeem.md#validation-order (billing, docs/reference/billing-and-quota.md#billing-a-redeem), under the account lock: decides how
 -- p_requests are held (the daily include first, then the wallet) and records the hold, returning
 -- it with the account after it, or returns the refusal ({"refusal": error_code, ...}, with the
 -- account as read) having written nothing.
@@ -124,28 +129,28 @@ end $$;
 -- Each step is one conditional update, no `select ... for update` first: an update's condition
 -- is checked again on the newest version of the row after any concurrent capture or release of
 -- the same job commits, so two outcomes never take the same open request, and the row is
--- written once, not locked and then written (issue 22: one heap write and one log record less).
-create or replace function billing_capture_one(p_job text, p_now timestamptz) returns bigint
+-- written once, not locked and then written (one heap write and one log record less).
+create or replace function billing_capture_one(p_customer bigint, p_job text, p_now timestamptz) returns bigint
 language plpgsql as $$
 declare
   j record;
   v_entry bigint;
 begin
   update jobs set captured_included = captured_included + 1
-   where id = p_job and hold_included - captured_included - released_included > 0;
+   where customer_id = p_customer and id = p_job and hold_included - captured_included - released_included > 0;
   if found then
     return 0;
   end if;
   update jobs set captured_wallet = captured_wallet + 1
-   where id = p_job and hold_wallet - captured_wallet - released_wallet > 0
+   where customer_id = p_customer and id = p_job and hold_wallet - captured_wallet - released_wallet > 0
   returning customer_id, mode, rate_micros, request_id into j;
   if not found then
-    if not exists (select 1 from jobs where id = p_job) then
+    if not exists (select 1 from jobs where customer_id = p_customer and id = p_job) then
       raise exception 'job % not found', p_job;
     end if;
-    -- A bot redeem holds and bills nothing (contract 14.4): its outcomes are recorded unbilled,
+    -- A bot redeem holds and bills nothing (docs/reference/bot.md#commands): its outcomes are recorded unbilled,
     -- and this guard keeps it so should one ever be recorded as billed.
-    if exists (select 1 from jobs where id = p_job and channel = 'bot') then
+    if exists (select 1 from jobs where customer_id = p_customer and id = p_job and channel = 'bot') then
       return 0;
     end if;
     raise exception 'job % has no open hold to capture', p_job;
@@ -162,7 +167,7 @@ begin
 end $$;
 
 -- Refunds one held request of a job: a wallet one while any is open, else an included one.
-create or replace function billing_release_one(p_job text) returns void
+create or replace function billing_release_one(p_customer bigint, p_job text) returns void
 language plpgsql as $$
 declare
   j record;
@@ -172,11 +177,11 @@ begin
   select customer_id, mode, hold_day, rate_micros, channel,
          hold_included - captured_included - released_included as open_included,
          hold_wallet - captured_wallet - released_wallet as open_wallet
-    into j from jobs where id = p_job for update;
+    into j from jobs where customer_id = p_customer and id = p_job for update;
   if not found then
     raise exception 'job % not found', p_job;
   end if;
-  -- A bot redeem held nothing (contract 14.4): nothing to give back.
+  -- A bot redeem held nothing (docs/reference/bot.md#commands): nothing to give back.
   if j.channel = 'bot' then
     return;
   end if;
@@ -188,9 +193,9 @@ begin
   -- account while it adds to daily_usage): the other order deadlocks.
   v_done := account_lock(j.customer_id, j.mode);
   if v_from_wallet then
-    update jobs set released_wallet = released_wallet + 1 where id = p_job;
+    update jobs set released_wallet = released_wallet + 1 where customer_id = p_customer and id = p_job;
   else
-    update jobs set released_included = released_included + 1 where id = p_job;
+    update jobs set released_included = released_included + 1 where customer_id = p_customer and id = p_job;
   end if;
   v_done := usage_record(j.customer_id, j.mode, j.hold_day, -1, case when v_from_wallet then -1 else 0 end);
   if v_from_wallet and j.rate_micros > 0 then
@@ -199,7 +204,7 @@ begin
   end if;
 end $$;
 
--- Settles one quarantined code (contract section 3: `quarantined` is held until checked):
+-- Settles one quarantined code (docs/reference/redeem.md#dispositions: `quarantined` is held until checked):
 --   used   → the code is gone: a stock code is deleted, and one request is billed, as code_used,
 --            on the day its job was held: from that day's include while any is left under the
 --            current plan, else from the wallet at the job's rate. The outcome happened, so it is
@@ -209,8 +214,12 @@ end $$;
 -- The charge names the job and the redeem request that sent the code.
 -- Returns {"customer_id", "mode", "wallet_micros"}, or null when the code is not (or no longer) quarantined and
 -- unsettled: settling twice never bills twice.
-create or replace function quarantine_settle(p_job text, p_position integer, p_settlement text, p_by text,
-                                             p_now timestamptz) returns jsonb
+-- `p_actor`: the operator who settled it or ran the check (null for the automatic check), kept
+-- beside the settlement for the quarantine list.
+drop function if exists quarantine_settle(text, integer, text, text, timestamptz);
+drop function if exists quarantine_settle(text, integer, text, text, timestamptz, text);
+create or replace function quarantine_settle(p_customer bigint, p_job text, p_position integer, p_settlement text,
+                                             p_by text, p_now timestamptz, p_actor text) returns jsonb
 language plpgsql as $$
 declare
   j record;
@@ -221,24 +230,25 @@ declare
   v_entry bigint;
   v_moved integer;
 begin
-  select customer_id, mode, hold_day, rate_micros, request_id, channel into j from jobs where id = p_job;
+  select customer_id, mode, hold_day, rate_micros, request_id, channel into j
+    from jobs where customer_id = p_customer and id = p_job;
   if not found then
     return null;
   end if;
   -- The account row first, as every billing path does, then the code's row.
   v_done := account_lock(j.customer_id, j.mode);
   select stock_id into v_stock from job_codes
-   where job_id = p_job and position = p_position and disposition = 'quarantined' and settled_at is null
+   where customer_id = p_customer and job_id = p_job and position = p_position and disposition = 'quarantined' and settled_at is null
      and not reused
   for update;
   if not found then
     return null;
   end if;
   if v_stock is not null then
-    v_moved := stock_set_state(array[v_stock], case when p_settlement = 'used' then 'deleted' else 'available' end,
+    v_moved := stock_set_state(p_customer, array[v_stock], case when p_settlement = 'used' then 'deleted' else 'available' end,
                                p_now);
   end if;
-  -- A bot redeem's code is settled in stock like any other, and billed never (contract 14.4).
+  -- A bot redeem's code is settled in stock like any other, and billed never (docs/reference/bot.md#commands).
   if p_settlement = 'used' and j.channel = 'api' then
     select coalesce(p.daily_limit is not null and coalesce(u.used, 0) - coalesce(u.overage, 0) < p.daily_limit, false)
       into v_included
@@ -253,7 +263,7 @@ begin
       v_wallet := j.rate_micros;
     end if;
   end if;
-  update job_codes set settlement = p_settlement, settled_at = p_now, settled_by = p_by
-   where job_id = p_job and position = p_position;
+  update job_codes set settlement = p_settlement, settled_at = p_now, settled_by = p_by, settled_actor = p_actor
+   where customer_id = p_customer and job_id = p_job and position = p_position;
   return jsonb_build_object('customer_id', j.customer_id, 'mode', j.mode, 'wallet_micros', v_wallet);
 end $$;

@@ -1,5 +1,12 @@
 -- The jobs wing: finishing a job and reading its codes (finishAsyncJob, finishSyncJob, loadJobWithCodes).
 -- Business time comes from the caller (the service's clock), never from now().
+-- Every statement names the job's customer, so on Citus it runs on that customer's worker
+-- (docs/running/citus.md).
+
+-- Earlier arities, without the customer (create or replace cannot change a signature).
+drop function if exists job_finish_async(text, timestamptz, text, text);
+drop function if exists job_codes_json(text);
+drop function if exists job_codes_scan(text);
 
 -- Finishes a sync job still run by p_owner, its key answering p_status (200 when a code was
 -- activated, else 422; the caller knows from its scan of the codes): the job and its key in one
@@ -32,14 +39,16 @@ create or replace function job_finish_sync(p_job text, p_now timestamptz, p_owne
 language plpgsql as $$
 begin
   return job_finish_sync_as(p_job, p_now, p_owner, p_customer, p_mode, p_request_id,
-    case when exists (select 1 from job_codes where job_id = p_job and state = 'done' and status = 'activated')
+    case when exists (select 1 from job_codes where customer_id = p_customer and job_id = p_job
+                                 and state = 'done' and status = 'activated')
          then 200 else 422 end);
 end $$;
 
 -- Finishes an async job still run by p_owner: completed, and its redeem.completed event in the
 -- outbox, in one commit. False when the job is no longer ours (recovery took it over and reports
 -- it).
-create or replace function job_finish_async(p_job text, p_now timestamptz, p_owner text, p_event_id text) returns boolean
+create or replace function job_finish_async(p_customer bigint, p_job text, p_now timestamptz, p_owner text,
+                                            p_event_id text) returns boolean
 language plpgsql as $$
 declare
   v_customer bigint;
@@ -47,7 +56,7 @@ declare
   v_enqueued boolean;
 begin
   update jobs set status = 'completed', finished_at = p_now, lease_owner = null
-   where id = p_job and status = 'running' and lease_owner = p_owner
+   where customer_id = p_customer and id = p_job and status = 'running' and lease_owner = p_owner
   returning customer_id, mode into v_customer, v_mode;
   if not found then
     return false;
@@ -59,7 +68,8 @@ end $$;
 -- A job's codes in one scan: whether all are done, whether one was activated, and the codes as
 -- the camelCase fields of JobCodeRow that results are built from, in position order. The outcome
 -- that finishes a sync job needs all three (redeem_record_outcome: one statement, not two).
-create or replace function job_codes_scan(p_job text, out all_done boolean, out activated boolean, out codes jsonb)
+create or replace function job_codes_scan(p_customer bigint, p_job text, out all_done boolean, out activated boolean,
+                                          out codes jsonb)
 language plpgsql stable as $$
 begin
   select bool_and(state = 'done'), coalesce(bool_or(state = 'done' and status = 'activated'), false),
@@ -69,12 +79,12 @@ begin
            'state', state, 'status', status, 'errorCode', error_code, 'disposition', disposition,
            'billed', billed, 'reused', reused) order by position), '[]'::jsonb)
     into all_done, activated, codes
-    from job_codes where job_id = p_job;
+    from job_codes where customer_id = p_customer and job_id = p_job;
 end $$;
 
 -- A job's codes alone, as job_codes_scan gives them.
-create or replace function job_codes_json(p_job text) returns jsonb
+create or replace function job_codes_json(p_customer bigint, p_job text) returns jsonb
 language plpgsql stable as $$
 begin
-  return (job_codes_scan(p_job)).codes;
+  return (job_codes_scan(p_customer, p_job)).codes;
 end $$;

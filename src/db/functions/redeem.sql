@@ -1,4 +1,4 @@
--- The redeem hot path as SQL functions (DESIGN house style 4, issue 10). A crash-safe sync redeem
+-- The redeem hot path as SQL functions (docs/architecture.md#house-rules). A crash-safe sync redeem
 -- needs two durable commits: one that marks its codes `sending` before the activator is called,
 -- one that records the outcome with its capture or release and finishes the job and its key.
 -- Each is one statement calling one function below, so one round trip. The money they move goes
@@ -10,21 +10,19 @@
 -- Helpers are called as expressions (`v := f(...)`), which PL/pgSQL runs without a whole query.
 -- Lock order: the account row, then the job row (or daily_usage, stock rows).
 
--- redeem_record_outcome took 19 arguments before it wrote the activator's memory (issue 22).
+-- Earlier arities of two functions below, dropped so that a database made by an earlier version
+-- keeps one function of each name (create or replace cannot change a signature).
 drop function if exists redeem_record_outcome(text, integer, text, text, text, text, boolean, text, integer,
   timestamptz, timestamptz, text, boolean, text, text, bigint, text, date, text);
--- and 27 before the memory was found under every key of the encryption keyring (issue 35).
 drop function if exists redeem_record_outcome(text, integer, text, text, text, text, boolean, text, integer,
   timestamptz, timestamptz, text, boolean, text, text, bigint, text, date, text, text, text, text, text, text,
   text, boolean, text);
-
--- redeem_create_job took 18 arguments before the bot's channel (contract 14.4).
 drop function if exists redeem_create_job(text, bigint, text, timestamptz, date, text, text, text, boolean, text, text,
   text, text, text, timestamptz, timestamptz, integer, jsonb);
 
--- Phase 1, first half (steps 10 of contract section 3, after authentication and the burst
+-- Phase 1, first half (steps 10 of docs/reference/redeem.md#validation-order, after authentication and the burst
 -- limit): re-checks a cached key ({"kind": "recheck"} when it was revoked, expired or its customer
--- disabled: the caller authenticates it again for the contract's answer), takes a burst slot
+-- disabled: the caller authenticates it again for the answer in its documented order), takes a burst slot
 -- when asked, locks the account and reads the idempotency key. Returns the key's verdict:
 -- conflict, in_progress, interrupted, replay, or new (with the released job to resume, if any).
 -- Typed arguments, here and below, not a jsonb bag: PostgreSQL checks each value's type at the
@@ -42,8 +40,8 @@ declare
 begin
   if coalesce(p_check_key, false) then
     perform 1 from api_keys ak join customers c on c.id = ak.customer_id
-     where ak.id = p_key_id and ak.revoked_at is null and c.disabled_at is null
-       -- A reroll (contract 13.4) moves a cached key's expiry: read it again too.
+     where ak.customer_id = p_customer and ak.id = p_key_id and ak.revoked_at is null and c.disabled_at is null
+       -- A reroll (docs/reference/operators-and-audit.md#key-reroll) moves a cached key's expiry: read it again too.
        and (ak.expires_at is null or ak.expires_at > p_now);
     if not found then
       return jsonb_build_object('kind', 'recheck');
@@ -71,7 +69,7 @@ begin
     return jsonb_build_object('kind', 'in_progress', 'hits', v_hits);
   end if;
   if k.state = 'done' then
-    select is_async, status into v_job from jobs where id = k.job_id;
+    select is_async, status into v_job from jobs where customer_id = p_customer and id = k.job_id;
     if v_job.is_async and v_job.status = 'interrupted' then
       return jsonb_build_object('kind', 'interrupted', 'job_id', k.job_id, 'hits', v_hits);
     end if;
@@ -111,21 +109,22 @@ declare
   v_sending integer[] := '{}';
   v_todo_positions integer[] := '{}';
   v_sending_max integer := coalesce(p_sending, 0);
+  v_done boolean;
   c jsonb;
 begin
   -- The codes still to attempt, in position order: those whose outcome an earlier job of the
   -- same key has not recorded. p_codes comes in position order (startRedeem): a new
-  -- key's codes are all of them, with no query (issue 22: one statement less per redeem).
+  -- key's codes are all of them, with no query (one statement less per redeem).
   if v_previous is null then
     v_todo_codes := p_codes;
   else
     select coalesce(jsonb_agg(e order by (e->>'position')::integer), '[]') into v_todo_codes
       from jsonb_array_elements(p_codes) e
      where not exists (
-       select 1 from job_codes d where d.job_id = v_previous and d.position = (e->>'position')::integer and d.state = 'done');
+       select 1 from job_codes d where d.customer_id = v_customer and d.job_id = v_previous and d.position = (e->>'position')::integer and d.state = 'done');
   end if;
   v_todo := jsonb_array_length(v_todo_codes);
-  -- A bot redeem (contract 14.4) is outside the API quota: no plan needed, nothing held.
+  -- A bot redeem (docs/reference/bot.md#commands) is outside the API quota: no plan needed, nothing held.
   if v_todo > 0 and p_channel = 'api' then
     v_hold := billing_hold(v_customer, v_mode, v_now, p_day, v_todo);
     if v_hold ? 'refusal' then
@@ -135,7 +134,8 @@ begin
     v_hold := jsonb_build_object('day', p_day, 'rate', 0, 'included', 0, 'wallet', 0);
   end if;
   if v_previous is not null then
-    select count(*) into v_reused from job_codes where job_id = v_previous and state = 'done';
+    select count(*) into v_reused from job_codes
+     where customer_id = v_customer and job_id = v_previous and state = 'done';
   end if;
   insert into jobs (id, customer_id, mode, idempotency_key, is_async, status, source, player_id, reference, total,
                     hold_day, rate_micros, hold_included, hold_wallet, lease_owner, lease_expires_at, created_at,
@@ -147,11 +147,13 @@ begin
           case when v_async then null else p_lease_until end,
           v_now, case when v_async then null else v_now end, p_request_id, p_channel);
   if v_previous is not null then
-    insert into job_codes (job_id, position, code_hash, code_encrypted, code_length, last4, stock_id, category, uc,
+    insert into job_codes (customer_id, job_id, position, code_hash, code_encrypted, code_length, last4, stock_id, category, uc,
                            state, status, error_code, disposition, billed, reused, finished_at)
-    select v_job, position, code_hash, code_encrypted, code_length, last4, stock_id, category, uc,
+    -- customer_id from the rows copied (not v_customer), so Citus runs the copy on the customer's
+    -- worker instead of through the coordinator in a two-phase commit (docs/running/citus.md#two-phase-commits).
+    select customer_id, v_job, position, code_hash, code_encrypted, code_length, last4, stock_id, category, uc,
            'done', status, error_code, disposition, billed, true, v_now
-      from job_codes where job_id = v_previous and state = 'done';
+      from job_codes where customer_id = v_customer and job_id = v_previous and state = 'done';
   end if;
   -- Element by element, each a simple expression (a `for ... in select` loop would be a query).
   for i in 0 .. v_todo - 1
@@ -161,8 +163,8 @@ begin
     if coalesce(array_length(v_sending, 1), 0) < v_sending_max then
       -- Out with the upstream from this commit on; the same code out for another request at
       -- this moment (job_codes_in_flight) stays pending, and its attempt reports it failed.
-      insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state, started_at)
-      values (v_job, (c->>'position')::integer, c->>'hash', c->>'encrypted', c->>'last4', (c->>'stock_id')::bigint,
+      insert into job_codes (customer_id, job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state, started_at)
+      values (v_customer, v_job, (c->>'position')::integer, c->>'hash', c->>'encrypted', c->>'last4', (c->>'stock_id')::bigint,
               c->>'category', (c->>'uc')::integer, 'sending', v_now)
       on conflict do nothing;
       if found then
@@ -170,10 +172,13 @@ begin
         continue;
       end if;
     end if;
-    insert into job_codes (job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state)
-    values (v_job, (c->>'position')::integer, c->>'hash', c->>'encrypted', c->>'last4', (c->>'stock_id')::bigint,
+    insert into job_codes (customer_id, job_id, position, code_hash, code_encrypted, last4, stock_id, category, uc, state)
+    values (v_customer, v_job, (c->>'position')::integer, c->>'hash', c->>'encrypted', c->>'last4', (c->>'stock_id')::bigint,
             c->>'category', (c->>'uc')::integer, 'pending');
   end loop;
+  if v_async then
+    v_done := work_queue_add('job', v_customer, v_mode);
+  end if;
   -- A bot redeem has no Idempotency-Key: its confirmation (bot_redeems) runs it once.
   if p_channel = 'bot' then
     return jsonb_build_object('kind', 'started', 'job_id', v_job, 'todo', to_jsonb(v_todo_positions),
@@ -233,8 +238,8 @@ end $$;
 -- redeem.completed event in the outbox (job_finish_async), one commit less per async job.
 -- {"recorded": false} when the outcome was recorded already (by recovery racing a slow
 -- process): never billed twice.
--- p_memory_*: the activator's memory an activated answer rests on (the sandbox's, contract
--- section 9; the activator's ActivationOutcome.memory), written here, in the
+-- p_memory_*: the activator's memory an activated answer rests on (the sandbox's,
+-- docs/reference/redeem.md#activators; the activator's ActivationOutcome.memory), written here, in the
 -- outcome's commit. When it is there already (the code was activated before, or by a request
 -- that committed first), the answer was wrong: the outcome recorded, billed and set in stock is
 -- p_used_* (code_used, as dispositionOf maps it), and the answer says {"remembered": true}.
@@ -266,7 +271,7 @@ begin
      set state = 'done', status = p_status, error_code = p_error_code, disposition = p_disposition,
          billed = p_billed, category = coalesce(category, p_category),
          uc = coalesce(uc, p_uc), finished_at = p_now
-   where job_id = p_job and position = p_position and state = p_from_state
+   where customer_id = p_customer and job_id = p_job and position = p_position and state = p_from_state
   returning stock_id into v_stock;
   if not found then
     return jsonb_build_object('recorded', false);
@@ -290,29 +295,30 @@ begin
       update job_codes
          set status = p_used_status, error_code = p_used_error_code, disposition = p_used_disposition,
              billed = p_used_billed
-       where job_id = p_job and position = p_position;
+       where customer_id = p_customer and job_id = p_job and position = p_position;
     end if;
   end if;
   if v_billed then
-    v_wallet := billing_capture_one(p_job, p_now);
+    v_wallet := billing_capture_one(p_customer, p_job, p_now);
   else
-    perform billing_release_one(p_job);
+    perform billing_release_one(p_customer, p_job);
   end if;
   if v_stock is not null then
-    v_moved := stock_set_state(array[v_stock], v_stock_state, p_now);
+    v_moved := stock_set_state(p_customer, array[v_stock], v_stock_state, p_now);
   end if;
   v_result := jsonb_build_object('recorded', true, 'wallet_micros', v_wallet, 'remembered', v_remembered);
   if p_finish_event_id is not null then
     -- An async job: completed when this was its last code, with its redeem.completed event in
     -- the outbox.
-    select bool_and(state = 'done') into v_all_done from job_codes where job_id = p_job;
-    if v_all_done and job_finish_async(p_job, p_now, p_owner, p_finish_event_id) then
+    select bool_and(state = 'done') into v_all_done from job_codes
+     where customer_id = p_customer and job_id = p_job;
+    if v_all_done and job_finish_async(p_customer, p_job, p_now, p_owner, p_finish_event_id) then
       return v_result || jsonb_build_object('finished_async', true);
     end if;
   elsif p_finish then
     -- A sync job: one scan of its codes says whether this was the last and whether one was
     -- activated, and gives the codes its answer shows.
-    v_scan := job_codes_scan(p_job);
+    v_scan := job_codes_scan(p_customer, p_job);
     if v_scan.all_done then
       v_status := job_finish_sync_as(p_job, p_now, p_owner, p_customer, p_mode, p_request_id,
                                      case when v_scan.activated then 200 else 422 end);
@@ -325,6 +331,7 @@ begin
     end if;
   end if;
   -- Codes still to record: the job stays ours a while longer (a finished job needs no lease).
-  update jobs set lease_expires_at = greatest(lease_expires_at, p_lease_until) where id = p_job;
+  update jobs set lease_expires_at = greatest(lease_expires_at, p_lease_until)
+   where customer_id = p_customer and id = p_job;
   return v_result;
 end $$;

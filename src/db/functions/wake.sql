@@ -5,9 +5,14 @@
 -- connection's application_name, so a process can ignore its own writes (it wakes its workers
 -- itself). The sync hot path notifies nothing.
 -- The channel is the trigger's argument.
+-- On Citus the trigger fires on a worker's shard (its table is named like `jobs_102008`), where no
+-- process listens: it sends nothing there (work_queue_add, in webhooks.sql, wakes instead).
 create or replace function notify_wake() returns trigger
 language plpgsql as $$
 begin
+  if tg_table_name ~ '_[0-9]+$' then
+    return null;
+  end if;
   perform pg_notify(tg_argv[0], current_setting('application_name'));
   return null;
 end $$;
@@ -23,6 +28,6 @@ for each row when (new.is_async) execute function notify_wake('redeem_job_queued
 create or replace trigger webhook_events_notify after insert on webhook_events
 for each statement execute function notify_wake('redeem_webhook_event');
 
--- A redelivery queued by any process wakes every webhook worker (contract 13.6).
+-- A redelivery queued by any process wakes every webhook worker (docs/reference/webhooks-and-events.md#redelivery).
 create or replace trigger webhook_redeliveries_notify after insert on webhook_redeliveries
 for each statement execute function notify_wake('redeem_webhook_event');

@@ -1,4 +1,4 @@
--- Burst limit (contract section 6): a sliding-window log per API key, shared by every process on
+-- Burst limit (docs/reference/limits.md#redeem-burst-limit): a sliding-window log per API key, shared by every process on
 -- the database. One row per key holds the times (Unix milliseconds) of the requests it accepted
 -- in the current window. Each take rewrites the row in one upsert, which locks it (serialising
 -- takes of one key across processes), drops the times that left the window and appends the new

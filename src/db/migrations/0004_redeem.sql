@@ -76,7 +76,7 @@ create table idempotency_keys (
 );
 create index idempotency_keys_expiry on idempotency_keys (expires_at);
 
--- The sandbox activator's own memory (contract section 9): codes it has activated, per mode.
+-- The sandbox activator's own memory (docs/reference/redeem.md#activators): codes it has activated, per mode.
 create table sandbox_redemptions (
   mode text not null,
   code_hash text not null,

@@ -1,4 +1,4 @@
--- Retention (contract section 12.2): a finished job older than RETENTION_DAYS keeps its row,
+-- Retention (docs/reference/running.md#retention): a finished job older than RETENTION_DAYS keeps its row,
 -- outcomes and billing, but its code ciphertexts are dropped (the sweeper's retention pass). What answers
 -- still show of such a code (its last 4 characters, masked to its length) needs its length.
 alter table job_codes alter column code_encrypted drop not null;

@@ -1,4 +1,4 @@
--- The merchant's webhook event log (contract 13.6): attempts keep their error class, events are
+-- The merchant's webhook event log (docs/reference/webhooks-and-events.md#the-event-log): attempts keep their error class, events are
 -- listed per customer and mode newest first, and a redelivery is a queued row of its own.
 
 -- The class of a failed attempt (timeout, connection, tls, blocked, http_status); null when the

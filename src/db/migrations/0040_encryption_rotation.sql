@@ -1,4 +1,4 @@
--- Encryption key rotation (contract 13.9): whether a rotation is running, shared by every process
+-- Encryption key rotation (docs/reference/operators-and-audit.md#encryption-key-rotation): whether a rotation is running, shared by every process
 -- on the database, so a rotation started through one process is carried out by any (each row is
 -- rewritten under the first key of the keyring by whichever process takes it, FOR UPDATE SKIP
 -- LOCKED), and resumes after a restart or a kill. One row, made by the first rotation.

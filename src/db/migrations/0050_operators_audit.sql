@@ -1,4 +1,4 @@
--- Operators, the audit log and safe wallet operations (contract 13.1 to 13.4).
+-- Operators, the audit log and safe wallet operations (docs/reference/operators-and-audit.md).
 
 -- Named operators. `root` is the bearer of ADMIN_TOKEN: its token lives in the configuration, not
 -- here (token_sha256 is null), and it cannot be revoked. Every other operator's token is stored

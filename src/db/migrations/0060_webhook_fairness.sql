@@ -1,4 +1,4 @@
--- Webhook fair sharing (contract 13.8): attempts are claimed round-robin across customers, at most
+-- Webhook fair sharing (docs/reference/webhooks-and-events.md#fair-delivery): attempts are claimed round-robin across customers, at most
 -- 4 of one customer at once, and a receiver that keeps failing is backed off
 -- (the webhook worker's fair claim).
 

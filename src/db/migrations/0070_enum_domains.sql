@@ -1,4 +1,4 @@
--- Enum-like columns as domains (issue 22). A table's CHECK constraint is read from its stored text
+-- Enum-like columns as domains. A table's CHECK constraint is read from its stored text
 -- again by every statement that writes the table (PostgreSQL parses it for each statement's
 -- executor), and an UPDATE checks all of them, also when it changes another column: every capture
 -- of a job parsed its mode, status and source checks. A domain's check lives in PostgreSQL's type

@@ -1,4 +1,4 @@
--- The event log's state kept with the event (contract 13.6, issue 35): GET /v1/events?state=
+-- The event log's state kept with the event (docs/reference/webhooks-and-events.md#the-event-log): GET /v1/events?state=
 -- derived every event's state of the customer (a lateral join over its redeliveries) before its
 -- limit, so one tenant's filtered list read 50,000 events a request. The state the log shows
 -- (pending, delivered, failed) is now a column, kept by triggers in the transaction of every

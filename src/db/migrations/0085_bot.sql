@@ -1,4 +1,4 @@
--- The chat bot (contract 14): who may use it (links and bound Telegram users), which update was
+-- The chat bot (docs/reference/bot.md): who may use it (links and bound Telegram users), which update was
 -- already acted on, the manual redeems waiting for their confirmation, the checker's daily count
 -- and the one polling lease. A bot redeem is a job like any other, marked by its channel.
 
@@ -9,7 +9,7 @@
 create domain job_channel as text;
 alter table jobs add column channel job_channel not null default 'api';
 alter domain job_channel add constraint job_channel_check check (value in ('api', 'bot'));
--- At most one bot redeem per customer and mode runs at a time (14.4): the claim skips a queued
+-- At most one bot redeem per customer and mode runs at a time (docs/reference/bot.md#commands): the claim skips a queued
 -- one while another runs, and this index makes it hold when two processes claim at once.
 create unique index jobs_one_bot_running on jobs (customer_id, mode) where channel = 'bot' and status = 'running';
 
@@ -85,7 +85,7 @@ create table bot_check_usage (
   primary key (customer_id, day)
 );
 
--- Which process polls Telegram now for a bot, until when (14.1).
+-- Which process polls Telegram now for a bot, until when (docs/reference/bot.md#running-the-bot).
 create table bot_poll_lease (
   bot_id bigint primary key,
   owner text not null,

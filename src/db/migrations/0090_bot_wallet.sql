@@ -1,4 +1,4 @@
--- The bot's wallet (contract 14.5) and alerts (14.6).
+-- The bot's wallet (docs/reference/bot.md#top-ups) and alerts (docs/reference/bot.md#alerts).
 
 -- A live top-up asked for in the chat: paid with a Telegram invoice, or decided by an operator.
 create table topup_requests (
@@ -34,7 +34,7 @@ alter table bot_users add column alert_balance_micros bigint;
 alter table bot_users add column alerts_off boolean not null default false;
 
 -- Each alert condition's state, so it is sent once when it starts and again only after it cleared
--- (14.6): one row per customer and condition (`balance:<bot user>`, `subscription_expiring`,
+-- (docs/reference/bot.md#alerts): one row per customer and condition (`balance:<bot user>`, `subscription_expiring`,
 -- `subscription_expired`, `stock:<category>`), flipped by a conditional update that only one
 -- process wins. `webhooks` keeps the time of the newest failed event already told.
 create table bot_alert_states (

@@ -1,4 +1,4 @@
--- The request log (issue 36): one row per public API answer with status 400 or
+-- The request log (docs/operators/requests.md): one row per public API answer with status 400 or
 -- above, written in batches off the request path. What a request was, never what it carried: no
 -- body, key, code or query value. Bounded by the sweeper (REQUEST_LOG_RETENTION_DAYS) and by a
 -- daily cap per customer and one for unidentified callers (request_log_days).

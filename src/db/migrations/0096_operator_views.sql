@@ -1,4 +1,4 @@
--- The operator's views across customers (issue 36).
+-- The operator's views across customers.
 -- The event log of every customer (GET /admin/v1/events?state=failed, the console's Webhooks
 -- page): a page of one state is an index range that stops at its limit, as a customer's own
 -- list is (webhook_events_owner_state, migration 0081).

@@ -1,4 +1,4 @@
-// The embedded database's memory (issue 22; measured in bench/README.md, "Embedded memory").
+// The embedded database's memory (measured in bench/README.md, "Embedded memory").
 // PGlite is PostgreSQL compiled to WebAssembly, inside this process: its shared memory is a part
 // of the WASM heap that PostgreSQL zeroes at start, so every MB of shared_buffers is a MB of the
 // serving process's RSS from the first second. And a new data directory is made by two more WASM
@@ -25,7 +25,7 @@ export function pgliteStartParams(): string[] {
  * directory's seeding frees many (the files copied between the WASM instances): the first start
  * then kept 60–100 MB it no longer used (bench/README.md, "Embedded memory"). glibc reads the
  * variable when the process starts, so it cannot be set from here; the bench starts the gateway
- * with it as `npm start` does, and test/process-tree.test.ts keeps the three in step.
+ * with it as `npm start` does, and test/ops/process-tree.test.ts keeps the three in step.
  */
 export const MALLOC_TUNABLES = 'glibc.malloc.trim_threshold=1048576';
 
@@ -40,8 +40,9 @@ export async function releaseSeedMemory(): Promise<void> {
 }
 
 /**
- * After a backup: its copies of the data directory (the files, the tarball, the gzip'd one:
- * some three times the database) are garbage once the answer has left this thread, but this
+ * After a backup: what it held (a chunk at a time from disk; an in-memory database's dump: the
+ * files, the tarball, the gzip'd one, some three times the database) is garbage once the answer
+ * has left this thread, but this
  * thread allocates little between statements, so V8 would keep them until some later collection
  * (a backup took the serving process from 309 to 1,024 MB and it stayed there).
  */

@@ -1,11 +1,11 @@
-// How the embedded database runs one statement (issue 22). PGlite's own query() makes six
+// How the embedded database runs one statement. PGlite's own query() makes six
 // exchanges with its WASM backend per statement (parse, describe the statement, bind, describe
 // the portal, execute, sync), each a pass through PostgreSQL's main loop and PGlite's message
 // parser, and parses and plans the statement every time. Here a statement is one exchange: the
 // extended-protocol messages in one buffer, as the `pg` client sends them to a server. A named
 // (hot-path) statement is parsed once per database handle, as `pg` prepares it once per
-// connection, and then only bound and run; PostgreSQL keeps its plan. The numbers: bench/README.md,
-// "Issue 22: the embedded database's statements, and its own thread". This runs on that thread
+// connection, and then only bound and run; PostgreSQL keeps its plan. The numbers: bench/history.md,
+// "the embedded database's statements, and its own thread" (2026-11-25). This runs on that thread
 // (src/db/pglite/worker.ts), and on the bench's own for the SQL alone.
 import { PGlite, parse, types as pgliteTypes, type Results } from '@electric-sql/pglite';
 // The `pg` client's message writer: PGlite bundles an older copy whose bind of a hot-path

@@ -120,8 +120,8 @@ function newWorker(data: PgliteWorkerData): Worker {
   const here = import.meta.url;
   // The thread's own young generation capped (V8's default lets it grow to ~48 MB): its garbage
   // is small and short-lived (messages, rows), and the cap kept 20–40 MB of RSS off the serving
-  // process after a redeem load at the same rate (bench/README.md, "Issue 22: the embedded
-  // database's statements, and its own thread").
+  // process after a redeem load at the same rate (bench/history.md, "the embedded
+  // database's statements, and its own thread", 2026-11-25).
   const options = { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: 16 } };
   if (!here.endsWith('.ts')) return new Worker(new URL('./worker.js', here), options);
   // tsx's ESM entry, as its package declares it (import.meta.resolve is not offered under vitest).

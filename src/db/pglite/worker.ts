@@ -1,4 +1,4 @@
-// The embedded database's own thread (issue 22). PGlite is PostgreSQL compiled to WebAssembly and
+// The embedded database's own thread. PGlite is PostgreSQL compiled to WebAssembly and
 // runs wherever it is called: on the serving thread, every statement's time was time that
 // thread could not parse HTTP, hash codes or write answers, and a redeem's statements are most
 // of its cost. Here it runs on a worker thread of the same process, so the two overlap on two
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { gzip } from 'node:zlib';
+import { backupFileOf, copyDataDir, writeBackupFile } from './backup-file.ts';
 import { releaseBackupMemory, releaseSeedMemory } from './memory.ts';
 import { createPglite, pgliteRunner } from './statements.ts';
 import type { PgliteReply, PgliteRequest, PgliteWorkerData } from './thread.ts';
@@ -77,14 +78,18 @@ async function main(): Promise<void> {
       case 'dump': {
         // A checkpoint first, so a restore replays little WAL; then the files, inside a
         // transaction of our own: PGlite runs every statement and transaction under that lock.
-        // The files are read under the lock, uncompressed; compressing them (two thirds of the
-        // time, issue 35: a /v1/me waited 1.7 s behind a backup) happens after the lock is
-        // released, on libuv's thread pool, while the database serves again.
+        // The files are copied under the lock; archiving and compressing them (two thirds of the
+        // time: a /v1/me once waited 1.7 s behind a backup) happens after the lock is released,
+        // while the database serves again. On disk (backup-file.ts), a chunk at a time: the
+        // answer is a file's name, not the backup.
         await db.query('checkpoint');
+        if (dataDir !== undefined) {
+          const dir = await db.transaction(() => copyDataDir(dataDir));
+          return writeBackupFile(dir);
+        }
+        // An in-memory database (tests) has no directory to copy: PGlite's own dump, in memory.
         const blob = await db.transaction(() => db.dumpDataDir('none'));
-        const tar = new Uint8Array(await blob.arrayBuffer());
-        const zipped = await gzipAsync(tar);
-        return new Uint8Array(zipped.buffer, zipped.byteOffset, zipped.byteLength);
+        return backupFileOf(await gzipAsync(new Uint8Array(await blob.arrayBuffer())));
       }
       case 'close':
         await db.close();

@@ -1,4 +1,4 @@
-// The chat bot's operator side (contract 14.1, 14.2): its state, the links that let a person in,
+// The chat bot's operator side (docs/reference/bot.md#running-the-bot, docs/reference/bot.md#links-and-roles): its state, the links that let a person in,
 // the people bound to a customer, and unbinding one. A link needs the bot (its URL names the
 // bot's username): with no bot configured it is 409 conflict.
 import type { FastifyInstance } from 'fastify';

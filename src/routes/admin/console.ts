@@ -71,7 +71,7 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
 }
 
 // Secure whenever the request came over TLS, directly or through a trusted proxy's
-// X-Forwarded-Proto (the admin app believes it only from TRUST_PROXY; contract 13.5).
+// X-Forwarded-Proto (the admin app believes it only from TRUST_PROXY; docs/reference/operators-and-audit.md#the-admin-door).
 function sessionCookie(request: FastifyRequest, value: string, maxAgeSec: number): string {
   const secure = request.protocol === 'https' ? '; Secure' : '';
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSec}${secure}`;

@@ -1,4 +1,4 @@
-// The admin lists' CSV form (issue 36): asked for with `format=csv` or `Accept: text/csv`, sent
+// The admin lists' CSV form: asked for with `format=csv` or `Accept: text/csv`, sent
 // as an attachment with the same filters as the JSON list, all pages at once.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';

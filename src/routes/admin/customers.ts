@@ -1,4 +1,4 @@
-// Admin endpoints for customers, plans and subscriptions (contract section 10). Each route
+// Admin endpoints for customers, plans and subscriptions (docs/reference/operators-and-audit.md#the-admin-api). Each route
 // validates, makes one call into core (which writes the change and its audit row together) and
 // sends. Keys are in keys.ts, wallets in wallet.ts.
 import type { FastifyInstance } from 'fastify';

@@ -1,9 +1,9 @@
-// GET /admin/v1/encryption and POST /admin/v1/encryption/rotate (contract 13.9): the key ids of
+// GET /admin/v1/encryption and POST /admin/v1/encryption/rotate (docs/reference/operators-and-audit.md#encryption-key-rotation): the key ids of
 // the keyring, the stored rows by the key id they are encrypted under, and the rotation's state;
 // starting a rotation to the first key of the keyring. Key ids are public fingerprints, never keys.
 import type { FastifyInstance } from 'fastify';
 import { isoUtc } from '../../core/clock.ts';
-import { type EncryptionStatus, encryptionStatus, startRotation } from '../../core/crypto/rotation.ts';
+import { type EncryptionStatus, encryptionStatus, startRotation } from '../../core/sweeper/rotation.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import type { ServerContext } from '../../http/context.ts';
 
@@ -24,7 +24,7 @@ function view(requestId: string, s: EncryptionStatus) {
 export function registerAdminEncryptionRoutes(app: FastifyInstance, ctx: ServerContext) {
   app.get('/admin/v1/encryption', async (request) => view(request.id, await encryptionStatus(ctx)));
 
-  // 202: the rows are rewritten in the background (core/crypto/rotation.ts); GET shows progress.
+  // 202: the rows are rewritten in the background (core/sweeper/rotation.ts); GET shows progress.
   app.post('/admin/v1/encryption/rotate', async (request, reply) => {
     const status = await startRotation(ctx, actorOf(request));
     return reply.code(202).send(view(request.id, status));

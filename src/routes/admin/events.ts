@@ -1,4 +1,4 @@
-// The operator's view of a customer's webhook events (contract 13.6): the same log as the
+// The operator's view of a customer's webhook events (docs/reference/webhooks-and-events.md#the-event-log): the same log as the
 // merchant's GET /v1/events, for either mode, one event in full, and a redelivery.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -9,6 +9,7 @@ import { merchantHealth } from '../../core/requests/merchant-health.ts';
 import { getEvent, listEvents } from '../../core/webhooks/event-log.ts';
 import { listEventsAcrossCustomers, receiversOf } from '../../core/webhooks/event-overview.ts';
 import { requestRedeliveryAs } from '../../core/webhooks/redelivery.ts';
+import { removeWebhook } from '../../core/webhooks/registration.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { eventFilterFields } from '../events.ts';
 import { customerIdQuery, parseQuery } from './query.ts';
@@ -38,7 +39,7 @@ export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) 
     return { ok: true, request_id: request.id, customer_id: customerId, ...page };
   });
 
-  // Every customer's events at once (issue 36): the console's Webhooks page asks for state=failed.
+  // Every customer's events at once: the console's Webhooks page asks for state=failed.
   app.get('/admin/v1/events', async (request) => {
     const q = parseQuery(eventsAcrossQuery, request.query);
     const page = await listEventsAcrossCustomers(ctx.db, {
@@ -59,6 +60,30 @@ export function registerAdminEventRoutes(app: FastifyInstance, ctx: AppContext) 
     const webhooks = await receiversOf(ctx.db, customerId, ctx.clock);
     return { ok: true, request_id: request.id, customer_id: customerId, window_hours: 24, webhooks };
   });
+
+  // Removes the customer's webhook of one mode (the public API has no way to: POST /v1/webhook
+  // needs a url). Audited as webhook.remove; nothing registered → 404.
+  app.delete<{ Params: { id: string; mode: string } }>(
+    '/admin/v1/customers/:id/webhooks/:mode',
+    async (request) => {
+      const customerId = customerIdParam(request.params.id);
+      const mode = modeSchema.safeParse(request.params.mode);
+      if (!mode.success) throw new ApiError('bad_request', 'mode: must be live or test');
+      if (!(await customerExists(ctx.db, customerId))) throw new ApiError('not_found', 'unknown customer');
+      const removed = await removeWebhook(ctx.db, ctx.clock, actorOf(request), {
+        customerId,
+        mode: mode.data,
+      });
+      if (!removed) throw new ApiError('not_found', `no ${mode.data} webhook is registered`);
+      return {
+        ok: true,
+        request_id: request.id,
+        customer_id: customerId,
+        mode: mode.data,
+        removed: removed.url,
+      };
+    },
+  );
 
   // A merchant's health, live and test side by side (the customer page's first section).
   app.get<{ Params: { id: string } }>('/admin/v1/customers/:id/health', async (request) => {

@@ -21,7 +21,7 @@ const jobsQuery = z.strictObject({
   customer_id: customerIdQuery.optional(),
   mode: modeSchema.optional(),
   status: z.enum(JOB_STATUSES).optional(),
-  // A player id as POST /v1/redeem takes it (contract section 3: 5 to 20 digits).
+  // A player id as POST /v1/redeem takes it (docs/reference/redeem.md#the-request: 5 to 20 digits).
   player_id: z
     .string()
     .regex(/^\d{5,20}$/, 'must be a player id (5 to 20 digits)')

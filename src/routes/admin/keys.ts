@@ -1,5 +1,5 @@
-// Admin endpoints for API keys: issue (contract 10), revoke, and reroll with a grace period
-// (13.4). Each route validates, makes one call into core and sends.
+// Admin endpoints for API keys: issue (docs/reference/operators-and-audit.md#the-admin-api), revoke, and reroll with a grace period
+// (docs/reference/operators-and-audit.md#key-reroll). Each route validates, makes one call into core and sends.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { isoUtc } from '../../core/clock.ts';

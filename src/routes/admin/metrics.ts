@@ -1,4 +1,4 @@
-// GET /metrics on the admin listener (contract 12.8): the process's registry in the Prometheus
+// GET /metrics on the admin listener (docs/reference/running.md#metrics): the process's registry in the Prometheus
 // text format. The admin listener's token check covers it like every admin route.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../../http/context.ts';

@@ -1,4 +1,4 @@
-// Admin endpoints for operators (contract 13.1) and the audit log (13.2). The role check is the
+// Admin endpoints for operators (docs/reference/operators-and-audit.md#operators-and-roles) and the audit log (docs/reference/operators-and-audit.md#audit-log). The role check is the
 // door's (src/http/admin-door.ts): a viewer reaches only the GETs.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';

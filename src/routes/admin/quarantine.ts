@@ -1,15 +1,20 @@
-// The operator's view of quarantined codes: list them, run a status check now, or settle one by
-// hand after checking it some other way (contract section 3 "quarantined"; core/quarantine.ts).
+// The operator's view of quarantined codes: list them (and those settled in the last week, with
+// how they settled), run a status check now, or settle one by hand after checking it some other
+// way (docs/reference/redeem.md#dispositions "quarantined"; core/billing/quarantine.ts,
+// core/sweeper/quarantine-check.ts).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
-  checkQuarantined,
   listQuarantined,
+  listSettledQuarantine,
+  QUARANTINE_SETTLED_DAYS,
   quarantinedView,
+  settledView,
   settleQuarantined,
 } from '../../core/billing/quarantine.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { checkQuarantined } from '../../core/sweeper/quarantine-check.ts';
 import { actorOf } from '../../http/admin-door.ts';
 import { customerIdParam, modeSchema, parseBody } from './validation.ts';
 
@@ -30,8 +35,19 @@ export function registerAdminQuarantineRoutes(app: FastifyInstance, ctx: AppCont
           throw new ApiError('bad_request', 'customer_id: must be a customer id');
         }
       }
-      const codes = await listQuarantined(ctx.db, { customerId, mode: parsedMode?.data });
-      return { ok: true, request_id: request.id, codes: codes.map(quarantinedView) };
+      const filter = { customerId, mode: parsedMode?.data };
+      const [codes, settled] = await Promise.all([
+        listQuarantined(ctx.db, filter),
+        listSettledQuarantine(ctx.db, ctx.clock.now(), filter),
+      ]);
+      return {
+        ok: true,
+        request_id: request.id,
+        codes: codes.map(quarantinedView),
+        // Settled in the last week, newest first: how each settled, by what and whom, when.
+        settled_days: QUARANTINE_SETTLED_DAYS,
+        settled: settled.map(settledView),
+      };
     },
   );
 

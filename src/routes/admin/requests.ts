@@ -1,5 +1,5 @@
 // GET /admin/v1/requests: the request log, refused and failed public API answers newest first,
-// filtered by customer (id, or `customer` an id or a name), status (exact, or 4xx / 5xx), error
+// filtered by customer (id, or `customer` an id or a name), mode, status (exact, or 4xx / 5xx), error
 // code, request id, player id and time (`since`, or one UTC `day`: YYYY-MM-DD or `today`), with the
 // matching rows counted by error code above the page.
 // GET /admin/v1/lookup?q=: what an id names (a request, job, event or player id).
@@ -9,6 +9,7 @@ import type { AppContext } from '../../core/context.ts';
 import { lookupId } from '../../core/requests/lookup.ts';
 import { countRequestLog, listRequestLog } from '../../core/requests/request-log.ts';
 import { cursorParam, customerIdQuery, isoQuery, limitParam, parseQuery } from './query.ts';
+import { modeSchema } from './validation.ts';
 
 const requestCursor = cursorParam((p) => {
   if (p.length !== 2 || typeof p[0] !== 'string' || !Number.isSafeInteger(p[1])) return null;
@@ -29,6 +30,7 @@ const requestsQuery = z.strictObject({
     .string()
     .regex(/^[a-z_]{1,64}$/, 'must be an error_code')
     .optional(),
+  mode: modeSchema.optional(),
   request_id: z
     .string()
     .regex(/^req_[0-9A-Za-z]{1,64}$/, 'must be a request id (req_…)')
@@ -65,6 +67,7 @@ export function registerAdminRequestRoutes(app: FastifyInstance, ctx: AppContext
       customerName: byId ? undefined : q.customer,
       status: q.status,
       errorCode: q.error_code,
+      mode: q.mode,
       requestId: q.request_id,
       playerId: q.player_id,
       since: dayStart && (!q.since || dayStart > q.since) ? dayStart : q.since,

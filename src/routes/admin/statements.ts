@@ -1,4 +1,4 @@
-// GET /admin/v1/customers/{id}/statements?mode=&from=&to= (contract 13.7): a customer's
+// GET /admin/v1/customers/{id}/statements?mode=&from=&to= (docs/reference/statements.md#the-request): a customer's
 // statement as the merchant sees it, JSON or CSV (Accept: text/csv); the console downloads it.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// POST /admin/v1/customers/{id}/stock (contract section 10): the operator imports codes into a
+// POST /admin/v1/customers/{id}/stock (docs/reference/operators-and-audit.md#stock-import): the operator imports codes into a
 // customer's stock. The answer counts codes only; the codes themselves are never echoed or logged.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';

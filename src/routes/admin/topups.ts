@@ -1,4 +1,4 @@
-// Top-up requests from the chat bot (contract 14.5): listed for the operator, approved (credits
+// Top-up requests from the chat bot (docs/reference/bot.md#top-ups): listed for the operator, approved (credits
 // the wallet once, however often sent) or rejected with a reason; the person who asked is told in
 // the chat either way. The list also shows payments that credited nothing (state `unmatched`,
 // ids `tpu_…`), for a refund: approving or rejecting one is a conflict.

@@ -8,6 +8,7 @@ import { moneyByDay, moneyCsv } from '../../core/billing/money-by-day.ts';
 import { isoUtc } from '../../core/clock.ts';
 import type { AppContext } from '../../core/context.ts';
 import { ApiError } from '../../core/errors.ts';
+import { refusalsToday } from '../../core/requests/request-log.ts';
 import { statementQueryFields } from '../statements.ts';
 import { formatParam, sendCsv, wantsCsv } from './csv.ts';
 import { customerIdQuery, isoQuery, parseQuery } from './query.ts';
@@ -58,7 +59,7 @@ export function registerAdminUsageRoutes(app: FastifyInstance, ctx: AppContext) 
     };
   });
 
-  // Money across customers per UTC day (issue 36), JSON or CSV (format=csv, Accept: text/csv).
+  // Money across customers per UTC day, JSON or CSV (format=csv, Accept: text/csv).
   app.get('/admin/v1/money', async (request, reply) => {
     const q = parseQuery(
       z.strictObject({ mode: modeSchema.optional(), ...statementQueryFields, ...formatParam }),
@@ -77,9 +78,12 @@ export function registerAdminUsageRoutes(app: FastifyInstance, ctx: AppContext) 
 
   app.get('/admin/v1/overview', async (request) => {
     const q = parseQuery(z.strictObject({ mode: modeSchema.optional() }), request.query);
-    const overview = await serviceOverview(ctx.db, ctx.clock.now(), q.mode ?? null);
+    const now = ctx.clock.now();
+    const overview = await serviceOverview(ctx.db, now, q.mode ?? null);
+    // Public API answers of 400 or above today, by error code: what merchants are refused.
+    const refusals = await refusalsToday(ctx.db, now, q.mode ?? null);
     // Without a mode the answer is as it always was (both modes, no `mode` field).
     const { mode, ...rest } = overview;
-    return { ok: true, request_id: request.id, ...(mode ? { mode } : {}), ...rest };
+    return { ok: true, request_id: request.id, ...(mode ? { mode } : {}), ...rest, refusals_today: refusals };
   });
 }

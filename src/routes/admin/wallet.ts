@@ -1,4 +1,4 @@
-// Admin wallet endpoints (contract 13.3): a top-up and a correcting adjustment, both under an
+// Admin wallet endpoints (docs/reference/operators-and-audit.md#wallet-top-ups-and-adjustments): a top-up and a correcting adjustment, both under an
 // Idempotency-Key scoped to the customer, and the ledger with who and which request made each
 // entry. The answer of a wallet write is stored with its key and sent again byte for byte.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,0 +1,69 @@
+// The requests the load benches send (autocannon), shared by bench/run.ts and bench/citus.ts, and
+// the gateway's own count of its database statements (its admin /metrics).
+import { randomBytes } from 'node:crypto';
+import type autocannon from 'autocannon';
+
+/** GET /v1/me, each request with the next key. */
+export function meRequests(nextKey: () => string): autocannon.Request[] {
+  return [
+    {
+      method: 'GET',
+      path: '/v1/me',
+      setupRequest: (req) => ({ ...req, headers: { authorization: `Bearer ${nextKey()}` } }),
+    },
+  ];
+}
+
+/**
+ * A sync one-code POST /v1/redeem, each request with the next key, its own Idempotency-Key and
+ * its own code. Unique per run and per request: the sandbox answers code_used for a code
+ * activated before, and an Idempotency-Key seen before would replay. Digits only after "BENCH",
+ * so no code can spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW).
+ */
+export function redeemRequests(nextKey: () => string): autocannon.Request[] {
+  const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
+  let sequence = 0;
+  return [
+    {
+      method: 'POST',
+      path: '/v1/redeem',
+      setupRequest: (req) => {
+        const n = sequence++;
+        return {
+          ...req,
+          headers: {
+            authorization: `Bearer ${nextKey()}`,
+            'idempotency-key': `bench-${runTag}-${n}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
+        };
+      },
+    },
+  ];
+}
+
+/** The gateway's database seam counts, from its admin /metrics. */
+export async function seamCounts(admin: { url: string; token: string }) {
+  const text = await (
+    await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })
+  ).text();
+  const read = (name: string) =>
+    Number(new RegExp(`^redeem_gateway_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { statements: read('db_statements_total'), roundTrips: read('db_round_trips_total') };
+}
+
+/** Why an answer was not 2xx: "status error_code", or each code's status for a 422 redeem result. */
+export function notOkReason(status: number, body: string): string {
+  let why = '';
+  try {
+    const parsed = JSON.parse(body) as {
+      error_code?: string;
+      codes?: { error_code?: string; status?: string }[];
+    };
+    why = parsed.error_code ?? parsed.codes?.map((c) => `${c.status}/${c.error_code}`).join(',') ?? '';
+  } catch {
+    why = 'unparsed body';
+  }
+  return `${status} ${why}`;
+}

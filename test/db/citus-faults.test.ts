@@ -1,0 +1,277 @@
+// A Citus cluster changed under a serving process (docs/running/citus.md#adding-a-worker-rebalancing
+// and docs/running/citus.md#a-worker-that-stops): a merchant's shard group moved to the other
+// worker while its redeems run, and a worker stopped and started again. Live redeems through a real
+// server process against the upstream simulator; the clients retry a 503 with the same
+// Idempotency-Key. Afterwards every request has a final answer, and each merchant's used_today,
+// usage row and wallet equal the codes the simulator activated.
+//
+// Only on a cluster of its own: stopping a worker stops every database on it. Enabled by
+// CITUS_FAULTS_DIR, the folder `cluster.sh up` made (DATABASE_URL its coordinator):
+//   url=$(bash ../shared/citus/cluster.sh up /tmp/citus-faults 9760 2 gateway | tail -n 1)
+//   CITUS_FAULTS_DIR=/tmp/citus-faults DATABASE_URL=$url npx vitest run test/db/citus-faults.test.ts
+// Skipped with the reason otherwise. The figures are printed for the runbook.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, expect, inject, test } from 'vitest';
+import { isConnectionError } from '../../src/db/connection-errors.ts';
+import { createUpstreamSim, type UpstreamSim } from '../../src/dev/upstream-sim.ts';
+import {
+  accountsAddUp,
+  byStatus,
+  clusterNode,
+  clusterScript,
+  liveMerchant,
+  type Merchant,
+  type Node,
+  newClientLog,
+  placementOf,
+  redeemLoop,
+  redeemOnce,
+  settleQuarantine,
+} from '../helpers/citus-load.ts';
+import { type ServerProcess, serverProcesses } from '../helpers/process.ts';
+
+const FAULTS_DIR = process.env.CITUS_FAULTS_DIR ?? '';
+const SIM_KEY = 'citus-faults-sim-key-0123456789abcdef';
+const DATABASE_TIMEOUT_MS = 2000;
+const OUTAGE_MS = 8000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const workers = inject('citusWorkers');
+const script = clusterScript();
+
+/** Why these tests cannot run here, or null. */
+function notHere(): string | null {
+  if (!FAULTS_DIR)
+    return 'CITUS_FAULTS_DIR is not set: these tests stop Citus workers, so they run only on a cluster of their own (see the head of this file)';
+  if (!process.env.DATABASE_URL || workers.length < 2)
+    return 'DATABASE_URL is not a Citus coordinator with two workers or more';
+  if (!script) return 'no ../shared/citus/cluster.sh beside the project';
+  const missing = workers.filter((w) => !existsSync(join(FAULTS_DIR, String(w.port), 'PG_VERSION')));
+  if (missing.length)
+    return `CITUS_FAULTS_DIR=${FAULTS_DIR} holds no data folder for worker ports ${missing.map((w) => w.port)}`;
+  return null;
+}
+const skipReason = notHere();
+
+const servers = serverProcesses();
+let sim: UpstreamSim | undefined;
+let server: ServerProcess | undefined;
+let admin: pg.Client | undefined;
+const stopped: number[] = [];
+afterAll(async () => {
+  // The server's log beside the cluster, for what a failure leaves to read.
+  if (server) writeFileSync(join(FAULTS_DIR, 'citus-faults-server.log'), server.output());
+  // A worker this file stopped is started again whatever happened, for the files after it.
+  for (const port of stopped)
+    await clusterNode(script!, 'start-node', FAULTS_DIR, port).catch(() => undefined);
+  await admin?.end();
+  await sim?.close();
+});
+
+/** The server process (live keys on the simulator) and a coordinator connection, made once. */
+async function setUp(): Promise<{ server: ServerProcess; admin: pg.Client; sim: UpstreamSim }> {
+  if (!sim) {
+    sim = createUpstreamSim({ key: SIM_KEY });
+    const simUrl = await sim.listen();
+    server = await servers.start(servers.dataDir(), {
+      ACTIVATOR: 'http',
+      ACTIVATOR_URL: simUrl,
+      ACTIVATOR_KEY: SIM_KEY,
+      DATABASE_TIMEOUT_MS: String(DATABASE_TIMEOUT_MS),
+      WORKER_POLL_MS: '100',
+    });
+    admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+  }
+  return { server: server!, admin: admin!, sim };
+}
+
+const same = (a: Node, b: Node) => a.host === b.host && a.port === b.port;
+
+/** Merchants until each worker holds `perWorker` of them (customer ids land on shards by hash). */
+async function merchantsOnEveryWorker(s: ServerProcess, db: pg.Client, perWorker: number, tag: string) {
+  const on = new Map<string, Merchant[]>(workers.map((w) => [`${w.host}:${w.port}`, []]));
+  for (let i = 0; [...on.values()].some((l) => l.length < perWorker); i++) {
+    if (i >= 40) throw new Error(`40 customers and still not ${perWorker} on every worker`);
+    const m = await liveMerchant(s, `${tag}-${i}`);
+    const where = await placementOf(db, m.customerId);
+    const list = on.get(`${where.host}:${where.port}`)!;
+    if (list.length < perWorker) list.push(m);
+  }
+  return workers.map((w) => ({ worker: w, merchants: on.get(`${w.host}:${w.port}`)! }));
+}
+
+test("a merchant's shard group moved to the other worker while its redeems run: every answer final, used_today = activated codes", {
+  timeout: 300_000,
+}, async (ctx) => {
+  if (skipReason) return ctx.skip(skipReason);
+  const { server, admin, sim } = await setUp();
+  const [a, b] = await merchantsOnEveryWorker(server, admin, 2, 'move');
+  const moved = a!.merchants[0]!;
+  // The control: a merchant on the target worker, another shard group.
+  const others = [a!.merchants[1]!, b!.merchants[0]!];
+  const from = await placementOf(admin, moved.customerId);
+  const to = workers.find((w) => !same(w, from))!;
+  // Online needs a replica identity on every table of the group: without one, an update or
+  // delete during a logical move fails.
+  const noIdentity = await admin.query<{ t: string }>(
+    `select p.logicalrelid::regclass::text as t
+       from pg_dist_partition p join pg_class c on c.oid = p.logicalrelid
+      where p.colocationid = (select colocationid from pg_dist_partition where logicalrelid = 'customers'::regclass)
+        and c.relreplident <> 'f'
+        and not exists (select 1 from pg_index i where i.indrelid = c.oid and (i.indisprimary or i.indisreplident))`,
+  );
+  expect(noIdentity.rows).toEqual([]);
+  const group = await admin.query<{ n: number }>(
+    `select count(*)::int as n from pg_dist_shard s join pg_dist_partition p using (logicalrelid)
+      where p.colocationid = (select colocationid from pg_dist_partition where logicalrelid = 'customers'::regclass)
+        and s.shardminvalue = (select shardminvalue from pg_dist_shard where shardid = $1::bigint)`,
+    [from.shard],
+  );
+
+  const rec = newClientLog();
+  let loadOn = true;
+  const running = () => loadOn;
+  const load = [
+    redeemLoop(server, moved, rec, running, { key: 0 }),
+    redeemLoop(server, moved, rec, running, { key: 1 }),
+    redeemLoop(server, moved, rec, running, { key: 2, asyncEvery: 2 }),
+    ...others.map((m) => redeemLoop(server, m, rec, running, { key: 0 })),
+  ];
+  await sleep(2000);
+  const moveStart = Date.now();
+  await admin.query(
+    `select citus_move_shard_placement($1::bigint, $2::text, $3::int, $4::text, $5::int,
+            shard_transfer_mode => 'force_logical')`,
+    [from.shard, from.host, from.port, to.host, to.port],
+  );
+  const moveEnd = Date.now();
+  // Served from its new worker for a while before the load stops.
+  await sleep(2000);
+  loadOn = false;
+  await Promise.all(load);
+
+  await settleQuarantine(server);
+  const wrong = await accountsAddUp(server, admin, sim, [moved, ...others], rec);
+  const during = rec.answers.filter((x) => x.at + x.ms >= moveStart && x.at <= moveEnd);
+  const slowest = Math.max(0, ...during.map((x) => x.ms));
+  console.log(
+    `shard move (${group.rows[0]!.n} shards, force_logical, ${from.port} → ${to.port}): ${moveEnd - moveStart} ms; ` +
+      `answers during it: moved ${JSON.stringify(byStatus(during.filter((x) => x.merchant === moved.label)))}, ` +
+      `others ${JSON.stringify(byStatus(during.filter((x) => x.merchant !== moved.label)))}, slowest ${slowest} ms; ` +
+      `all answers ${JSON.stringify(byStatus(rec.answers))}; activated ${[moved, ...others].map((m) => `${m.label}=${m.activated.length}`)}`,
+  );
+  expect(await placementOf(admin, moved.customerId)).toEqual({ ...to, shard: from.shard });
+  // Redeems of the moved merchant were answered after the move, from its new worker.
+  expect(rec.answers.some((x) => x.merchant === moved.label && x.at > moveEnd && x.status === 200)).toBe(
+    true,
+  );
+  expect(rec.violations).toEqual([]);
+  expect(rec.answers.filter((x) => x.status === 500)).toEqual([]);
+  expect(wrong).toEqual([]);
+  expect(moved.activated.length).toBeGreaterThan(0);
+  expect(server.child.exitCode).toBeNull();
+});
+
+test("a worker stopped and started: the other worker's merchants served meanwhile, the stopped worker's answered 503 and served again within 30 s", {
+  timeout: 300_000,
+}, async (ctx) => {
+  if (skipReason) return ctx.skip(skipReason);
+  const { server, admin, sim } = await setUp();
+  const [down, up] = await merchantsOnEveryWorker(server, admin, 2, 'stop');
+  const all = [...down!.merchants, ...up!.merchants];
+  const rec = newClientLog();
+  // One redeem each first: the process knows every key (a key not yet seen is found by its hash on
+  // every worker, docs/running/citus.md#what-is-not-done-yet).
+  for (const m of all) await redeemOnce(server, m, rec, { async: false, n: 1 });
+  expect(rec.violations).toEqual([]);
+
+  let loadOn = true;
+  const running = () => loadOn;
+  const load = [
+    ...down!.merchants.map((m) => redeemLoop(server, m, rec, running, { key: 0 })),
+    ...up!.merchants.map((m) => redeemLoop(server, m, rec, running, { key: 0 })),
+    // Async jobs of the other worker's merchant too: claimed and run while the worker is down.
+    redeemLoop(server, up!.merchants[0]!, rec, running, { key: 1, asyncEvery: 1 }),
+  ];
+  await sleep(1500);
+  const port = down!.worker.port;
+  stopped.push(port);
+  const stopCalledAt = Date.now();
+  const stopMs = await clusterNode(script!, 'stop-node', FAULTS_DIR, port);
+  const stoppedAt = Date.now();
+
+  // What the coordinator says about the stopped worker, as the service's pool sees it.
+  const caught: { code?: string; message: string; connection: boolean }[] = [];
+  const direct = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await direct.connect();
+  try {
+    for (const sql of [
+      'select balance_micros from accounts where customer_id = $1',
+      `update accounts set held_micros = held_micros where customer_id = $1 and mode = 'live'`,
+    ]) {
+      const err = await direct.query(sql, [down!.merchants[0]!.customerId]).then(
+        () => null,
+        (e: Error & { code?: string }) => e,
+      );
+      if (err) caught.push({ code: err.code, message: err.message, connection: isConnectionError(err) });
+    }
+  } finally {
+    await direct.end();
+  }
+  await sleep(OUTAGE_MS);
+  const startMs = await clusterNode(script!, 'start-node', FAULTS_DIR, port);
+  const startedAt = Date.now();
+  stopped.splice(stopped.indexOf(port), 1);
+  // Served again: each merchant of the stopped worker has a 200 sent after its start.
+  const servedAgain = await Promise.all(
+    down!.merchants.map(async (m) => {
+      for (;;) {
+        const ok = rec.answers.find((x) => x.merchant === m.label && x.at >= startedAt && x.status === 200);
+        if (ok) return ok.at + ok.ms - startedAt;
+        if (Date.now() - startedAt > 60_000) return Number.POSITIVE_INFINITY;
+        await sleep(100);
+      }
+    }),
+  );
+  await sleep(1500);
+  loadOn = false;
+  await Promise.all(load);
+  await settleQuarantine(server);
+  const wrong = await accountsAddUp(server, admin, sim, all, rec);
+
+  // Down: from the end of its stop to its start; for the other worker's merchants, from the
+  // start of the stop (a fast stop ends every session of the worker at once) to the end of the start.
+  const whileDown = (names: string[]) =>
+    rec.answers.filter((x) => names.includes(x.merchant) && x.at >= stoppedAt && x.at + x.ms <= startedAt);
+  const meanwhile = (names: string[]) =>
+    rec.answers.filter((x) => names.includes(x.merchant) && x.at + x.ms >= stopCalledAt && x.at <= startedAt);
+  const downNames = down!.merchants.map((m) => m.label);
+  const upNames = up!.merchants.map((m) => m.label);
+  const slowest = Math.max(0, ...whileDown(downNames).map((x) => x.ms));
+  const jobsWhileDown = rec.jobs.filter((j) => j.at >= stopCalledAt && j.at + j.ms <= startedAt);
+  console.log(
+    `worker ${port} stopped (${stopMs} ms), down ${startedAt - stoppedAt} ms, started (${startMs} ms); ` +
+      `answers while down: its merchants ${JSON.stringify(byStatus(whileDown(downNames)))} (slowest ${slowest} ms), ` +
+      `the other worker's ${JSON.stringify(byStatus(meanwhile(upNames)))}, its async jobs ended meanwhile ${jobsWhileDown.length} (slowest ${Math.max(0, ...jobsWhileDown.map((j) => j.ms))} ms); served again after ${servedAgain} ms; ` +
+      `all answers ${JSON.stringify(byStatus(rec.answers))}; coordinator errors ${JSON.stringify(caught)}`,
+  );
+  // The coordinator's errors about the stopped worker are connection errors (503, not 500).
+  expect(caught.length).toBeGreaterThan(0);
+  expect(caught.filter((c) => !c.connection)).toEqual([]);
+  // The stopped worker's merchants: 503 unavailable (checked body and Retry-After), never a hang.
+  expect(whileDown(downNames).length).toBeGreaterThan(0);
+  expect(whileDown(downNames).filter((x) => x.status !== 503)).toEqual([]);
+  expect(slowest).toBeLessThan(DATABASE_TIMEOUT_MS + 3000);
+  // The other worker's merchants: served all along.
+  const ok = (x: { status: number | 'network' }) => typeof x.status === 'number' && x.status < 300;
+  expect(meanwhile(upNames).filter(ok).length).toBeGreaterThan(0);
+  expect(meanwhile(upNames).filter((x) => !ok(x))).toEqual([]);
+  expect(jobsWhileDown.length).toBeGreaterThan(0);
+  expect(Math.max(...servedAgain)).toBeLessThan(30_000);
+  expect(rec.violations).toEqual([]);
+  expect(rec.answers.filter((x) => x.status === 500)).toEqual([]);
+  expect(wrong).toEqual([]);
+  expect(server.child.exitCode).toBeNull();
+});
