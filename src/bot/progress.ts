@@ -94,7 +94,7 @@ const shownLength = (row: JobCodeRow) =>
 
 /** The end of a bot redeem: one line per code, then the totals. */
 async function finalText(app: ServerContext, r: StartedRedeem): Promise<string> {
-  const loaded = await loadJobWithCodes(app.db, r.jobId);
+  const loaded = await loadJobWithCodes(app.db, r.jobId, r.customerId);
   const rows = (loaded?.codes ?? []).slice().sort((a, b) => a.position - b.position);
   const done = rows.filter((row) => row.state === 'done');
   const shown = toldApart(done.map((row) => maskCode(row.last4, shownLength(row))));

@@ -9,8 +9,11 @@
 //   it (the row's version moved).
 // - Work made behind the table's back (a row written by hand, a write lost between two
 //   statements) is found again by repairWorkQueue, which reads every worker, at most every 30 s.
+// - A customer whose worker does not answer is skipped (moved to the back, its row kept), so a
+//   stopped worker stops its own customers' work only (onReachableWorker).
 // On one PostgreSQL server the claims find work with one statement (jobs/states.ts,
 // webhooks/fair-claim.ts) and read this table not at all; the SQL keeps it written everywhere.
+import { isWorkerUnreachable } from '../db/connection-errors.ts';
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from './vocabulary.ts';
 
@@ -66,6 +69,22 @@ export async function tookTurns(
     );
 }
 
+/** What onReachableWorker gives for a customer whose worker did not answer. */
+export const UNREACHABLE: unique symbol = Symbol('unreachable');
+
+/**
+ * One customer's step of a claim on its worker; a worker that does not answer (stopped,
+ * restarting) gives UNREACHABLE instead of an error, and the claim goes on to the next customer.
+ */
+export async function onReachableWorker<T>(step: () => Promise<T>): Promise<T | typeof UNREACHABLE> {
+  try {
+    return await step();
+  } catch (err) {
+    if (isWorkerUnreachable(err)) return UNREACHABLE;
+    throw err;
+  }
+}
+
 /** A redelivery queued outside SQL: its customer has webhook work. */
 export async function addWebhookWork(db: Queryable, customerId: number, mode: Mode): Promise<void> {
   await db.query("select work_queue_add('webhook', $1, $2)", [customerId, mode], 'work_queue_add');
@@ -82,6 +101,22 @@ export async function repairWorkQueue(db: Queryable & object, nowMs: number): Pr
   const last = repaired.get(db);
   if (last !== undefined && nowMs - last < REPAIR_EVERY_MS) return;
   repaired.set(db, nowMs);
+  // A worker that does not answer: the repair waits for the next turn (the claims go on without it).
+  const found = await onReachableWorker(() => workOnEveryWorker(db));
+  if (found === UNREACHABLE) return;
+  for (const [kind, rows] of found) {
+    if (rows.length === 0) continue;
+    await db.query(
+      `insert into work_queue (kind, customer_id, mode)
+       select $1, customer_id, mode from unnest($2::bigint[], $3::text[]) as t(customer_id, mode)
+       on conflict do nothing`,
+      [kind, rows.map((r) => r.customerId), rows.map((r) => r.mode)],
+    );
+  }
+}
+
+/** The customers with work and its kind, read on every worker. */
+async function workOnEveryWorker(db: Queryable) {
   const jobs = await db.query<{ customerId: number; mode: Mode }>(
     `select distinct customer_id as "customerId", mode from jobs where status = 'queued'`,
   );
@@ -92,16 +127,8 @@ export async function repairWorkQueue(db: Queryable & object, nowMs: number): Pr
        from webhook_redeliveries r join webhook_events e on e.customer_id = r.customer_id and e.id = r.event_id
       where r.state = 'queued'`,
   );
-  for (const [kind, rows] of [
+  return [
     ['job', jobs.rows],
     ['webhook', events.rows],
-  ] as const) {
-    if (rows.length === 0) continue;
-    await db.query(
-      `insert into work_queue (kind, customer_id, mode)
-       select $1, customer_id, mode from unnest($2::bigint[], $3::text[]) as t(customer_id, mode)
-       on conflict do nothing`,
-      [kind, rows.map((r) => r.customerId), rows.map((r) => r.mode)],
-    );
-  }
+  ] as const;
 }

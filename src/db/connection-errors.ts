@@ -66,3 +66,26 @@ export function isConnectionError(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * True when a Citus coordinator answered that one of its workers did not (stopped, restarting,
+ * unreachable): `08006` with "connection to the remote node …" or "could not establish any
+ * connections to the node …". The coordinator itself is fine,
+ * so work for the customers on other workers goes on (the claims skip that customer,
+ * docs/running/citus.md#a-worker-that-stops).
+ */
+export function isWorkerUnreachable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return (
+    !!e &&
+    e.code === '08006' &&
+    typeof e.message === 'string' &&
+    WORKER_UNREACHABLE.some((start) => (e.message as string).startsWith(start))
+  );
+}
+
+/** How a Citus coordinator words it (its connection's refusal or loss, or its connection timeout). */
+const WORKER_UNREACHABLE = [
+  'connection to the remote node ',
+  'could not establish any connections to the node ',
+];

@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import pg from 'pg';
-import { isConnectionError } from './connection-errors.ts';
+import { isConnectionError, isWorkerUnreachable } from './connection-errors.ts';
 import { parseInt8 } from './int8.ts';
 import { type BackupFile, readBackupFile } from './pglite/backup-file.ts';
 import { startPgliteThread } from './pglite/thread.ts';
@@ -234,6 +234,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     params: readonly unknown[] = [],
     unbounded = false,
     name?: string,
+    autocommit = false,
   ) => {
     counters.statements++;
     counters.roundTrips++;
@@ -245,7 +246,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         // The longest timer Node keeps: in effect no client-side deadline.
         ...(unbounded ? { query_timeout: 2_147_483_647 } : {}),
       });
-      if (client === pool) counters.commits++;
+      if (autocommit) counters.commits++;
       return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
     } catch (err) {
       throw hideClient(err);
@@ -254,7 +255,29 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
   return {
     kind: 'postgres',
     counters,
-    query: (sql, params, name) => query(pool, sql, params, false, name),
+    // On a client of its own rather than pool.query, which destroys the client on any error: a
+    // Citus worker that did not answer leaves the coordinator's connection as good as it was, and
+    // opening a new one for each such error starved the pool for every other customer.
+    async query(sql, params, name) {
+      let broken: Error | undefined;
+      const onError = (err: Error) => {
+        broken ??= err;
+      };
+      const client = await connectListening(pool, onError).catch((err: unknown) => {
+        throw hideClient(err);
+      });
+      try {
+        return await query(client, sql, params, false, name, true);
+      } catch (err) {
+        // As pool.query did, the client goes on any other error (a plan a migration changed, a
+        // timeout): the next statement gets a fresh connection.
+        if (!isWorkerUnreachable(err)) broken ??= err as Error;
+        throw err;
+      } finally {
+        client.removeListener('error', onError);
+        client.release(broken ?? false);
+      }
+    },
     async transaction(fn, opts = {}) {
       const unbounded = opts.unbounded === true;
       // A held client whose connection dies emits 'error' with nobody listening: that event
@@ -285,7 +308,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         counters.commits++;
         return result;
       } catch (err) {
-        if (!broken && !isConnectionError(err)) {
+        if (!broken && (!isConnectionError(err) || isWorkerUnreachable(err))) {
           counters.roundTrips++;
           await client.query('ROLLBACK').catch(() => undefined);
         } else broken ??= err as Error;

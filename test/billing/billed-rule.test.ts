@@ -66,7 +66,7 @@ describe('one billed rule, whatever the channel', () => {
       const recordingFirst: Activator = {
         name: 'records-first',
         async activate() {
-          const { job, codes } = (await loadJobWithCodes(t.ctx.db, jobId))!;
+          const { job, codes } = (await loadJobWithCodes(t.ctx.db, jobId, null))!;
           await recordOutcome(t.ctx, job, codes[0]!, { status: 'activated' }, 'sending');
           return { status: 'activated' };
         },

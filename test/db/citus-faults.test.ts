@@ -30,6 +30,7 @@ import {
   redeemOnce,
   settleQuarantine,
 } from '../helpers/citus-load.ts';
+import { createTestCa, type Receiver, startReceiver, type TestCa } from '../helpers/https-receiver.ts';
 import { type ServerProcess, serverProcesses } from '../helpers/process.ts';
 
 const FAULTS_DIR = process.env.CITUS_FAULTS_DIR ?? '';
@@ -58,6 +59,8 @@ const servers = serverProcesses();
 let sim: UpstreamSim | undefined;
 let server: ServerProcess | undefined;
 let admin: pg.Client | undefined;
+let ca: TestCa | undefined;
+const receivers: Receiver[] = [];
 const stopped: number[] = [];
 afterAll(async () => {
   // The server's log beside the cluster, for what a failure leaves to read.
@@ -67,6 +70,8 @@ afterAll(async () => {
     await clusterNode(script!, 'start-node', FAULTS_DIR, port).catch(() => undefined);
   await admin?.end();
   await sim?.close();
+  await Promise.all(receivers.map((r) => r.close()));
+  ca?.remove();
 });
 
 /** The server process (live keys on the simulator) and a coordinator connection, made once. */
@@ -74,7 +79,11 @@ async function setUp(): Promise<{ server: ServerProcess; admin: pg.Client; sim: 
   if (!sim) {
     sim = createUpstreamSim({ key: SIM_KEY });
     const simUrl = await sim.listen();
+    ca = createTestCa();
     server = await servers.start(servers.dataDir(), {
+      // The merchants' webhook receivers: HTTPS on 127.0.0.1, signed by the test's own CA.
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      NODE_EXTRA_CA_CERTS: ca.caFile,
       ACTIVATOR: 'http',
       ACTIVATOR_URL: simUrl,
       ACTIVATOR_KEY: SIM_KEY,
@@ -88,6 +97,29 @@ async function setUp(): Promise<{ server: ServerProcess; admin: pg.Client; sim: 
 }
 
 const same = (a: Node, b: Node) => a.host === b.host && a.port === b.port;
+
+/** A webhook receiver of the merchant's (its live key's mode), registered through the API. */
+async function receiverOf(s: ServerProcess, m: Merchant): Promise<Receiver> {
+  const receiver = await startReceiver(ca!);
+  receivers.push(receiver);
+  const res = await fetch(`${s.url}/v1/webhook`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${m.keys[0]}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: receiver.url }),
+  });
+  const body = (await res.json()) as { secret?: string };
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  receiver.secret = body.secret!;
+  return receiver;
+}
+
+/** The jobs a receiver was told ended, each once however often it was told. */
+const jobsHeardOf = (r: Receiver, since = 0) =>
+  new Set(
+    r.requests
+      .filter((x) => x.receivedAt >= since && x.answered === 200 && x.verdict === null)
+      .map((x) => (JSON.parse(x.raw.toString('utf8')) as { data: { job_id: string } }).data.job_id),
+  );
 
 /** Merchants until each worker holds `perWorker` of them (customer ids land on shards by hash). */
 async function merchantsOnEveryWorker(s: ServerProcess, db: pg.Client, perWorker: number, tag: string) {
@@ -182,10 +214,14 @@ test("a worker stopped and started: the other worker's merchants served meanwhil
   const [down, up] = await merchantsOnEveryWorker(server, admin, 2, 'stop');
   const all = [...down!.merchants, ...up!.merchants];
   const rec = newClientLog();
-  // One redeem each first: the process knows every key (a key not yet seen is found by its hash on
-  // every worker, docs/running/citus.md#what-is-not-done-yet).
+  // One redeem each first with key 0 (key 2 of the other worker's second merchant is kept for a
+  // first use while the worker is down).
   for (const m of all) await redeemOnce(server, m, rec, { async: false, n: 1 });
   expect(rec.violations).toEqual([]);
+  // Webhooks: the other worker's async merchant is told of its jobs while the worker is down; the
+  // stopped worker's is told of every one of its jobs once it is back.
+  const upHook = await receiverOf(server, up!.merchants[0]!);
+  const downHook = await receiverOf(server, down!.merchants[1]!);
 
   let loadOn = true;
   const running = () => loadOn;
@@ -196,6 +232,32 @@ test("a worker stopped and started: the other worker's merchants served meanwhil
     redeemLoop(server, up!.merchants[0]!, rec, running, { key: 1, asyncEvery: 1 }),
   ];
   await sleep(1500);
+  // Async jobs of a merchant of the worker about to stop, more than the process's job slots (each
+  // code held 2 s by the simulator), so that some are still queued when it stops: the claims skip
+  // that merchant, and the other worker's async jobs still run (docs/running/citus.md#a-worker-that-stops).
+  // A checkpoint on that worker first, so that its fast stop does not spend many seconds writing
+  // its buffers out on a busy machine: its merchants' outage is the stop and the time down, and a
+  // running job keeps its lease (30 s) through an outage shorter than that.
+  const worker = new pg.Client({
+    host: down!.worker.host,
+    port: down!.worker.port,
+    user: 'postgres',
+    database: 'postgres',
+  });
+  await worker.connect();
+  await worker.query('checkpoint').finally(() => worker.end());
+  sim.setFaults([{ kind: 'latency', stage: 'before', match: 'HOLD', ms: 2000 }]);
+  const holder = down!.merchants[1]!;
+  const HELD = 8;
+  const accepted = () => rec.answers.filter((x) => x.merchant === holder.label && x.status === 202).length;
+  const held = Array.from({ length: HELD }, () =>
+    redeemOnce(server, holder, rec, { async: true, n: 1, key: 2, mark: 'HOLD' }),
+  );
+  while (accepted() < HELD && rec.violations.length === 0) await sleep(50);
+  const queuedAtStop = await admin.query<{ n: number }>(
+    `select count(*)::int as n from jobs where customer_id = $1 and status = 'queued'`,
+    [holder.customerId],
+  );
   const port = down!.worker.port;
   stopped.push(port);
   const stopCalledAt = Date.now();
@@ -220,6 +282,14 @@ test("a worker stopped and started: the other worker's merchants served meanwhil
   } finally {
     await direct.end();
   }
+  // A key never used before, first used while the worker is down: found in key_directory, and
+  // then its customer's worker alone is asked (docs/running/citus.md#keys-to-customers).
+  const freshKeyAt = Date.now();
+  const fresh = await fetch(`${server.url}/v1/me`, {
+    headers: { authorization: `Bearer ${up!.merchants[1]!.keys[2]}` },
+  });
+  const freshKey = { status: fresh.status, ms: Date.now() - freshKeyAt };
+  await fresh.arrayBuffer();
   await sleep(OUTAGE_MS);
   const startMs = await clusterNode(script!, 'start-node', FAULTS_DIR, port);
   const startedAt = Date.now();
@@ -237,7 +307,10 @@ test("a worker stopped and started: the other worker's merchants served meanwhil
   );
   await sleep(1500);
   loadOn = false;
-  await Promise.all(load);
+  await Promise.all([...load, ...held]);
+  const heldJobs = rec.jobs.filter((j) => j.merchant === holder.label).length;
+  await downHook.waitFor(heldJobs, { timeoutMs: 60_000 }).catch(() => undefined);
+  const toldWhileDown = upHook.requests.filter((x) => x.receivedAt >= stoppedAt && x.receivedAt <= startedAt);
   await settleQuarantine(server);
   const wrong = await accountsAddUp(server, admin, sim, all, rec);
 
@@ -255,8 +328,35 @@ test("a worker stopped and started: the other worker's merchants served meanwhil
     `worker ${port} stopped (${stopMs} ms), down ${startedAt - stoppedAt} ms, started (${startMs} ms); ` +
       `answers while down: its merchants ${JSON.stringify(byStatus(whileDown(downNames)))} (slowest ${slowest} ms), ` +
       `the other worker's ${JSON.stringify(byStatus(meanwhile(upNames)))}, its async jobs ended meanwhile ${jobsWhileDown.length} (slowest ${Math.max(0, ...jobsWhileDown.map((j) => j.ms))} ms); served again after ${servedAgain} ms; ` +
-      `all answers ${JSON.stringify(byStatus(rec.answers))}; coordinator errors ${JSON.stringify(caught)}`,
+      `all answers ${JSON.stringify(byStatus(rec.answers))}; coordinator errors ${JSON.stringify(caught)}; ` +
+      `its merchant's async jobs queued at the stop ${queuedAtStop.rows[0]!.n} of ${HELD}; ` +
+      `a key first used while down: ${freshKey.status} in ${freshKey.ms} ms; ` +
+      `webhooks: the other worker's merchant told of ${toldWhileDown.length} jobs while down, ` +
+      `the stopped worker's merchant of ${jobsHeardOf(downHook).size} of its ${heldJobs} jobs`,
   );
+  console.log(
+    JSON.stringify(
+      (
+        await admin.query(
+          `select state, attempts, next_attempt_at - now() as due, locked_until - now() as locked, last_status, last_error from webhook_events where customer_id = $1 order by created_at`,
+          [up!.merchants[0]!.customerId],
+        )
+      ).rows,
+    ),
+    JSON.stringify((await admin.query('select * from work_queue')).rows),
+  );
+  console.log(
+    upHook.requests.map((x) => [x.receivedAt - stoppedAt, x.answered, x.verdict]),
+    'startedAt',
+    startedAt - stoppedAt,
+    'jobs',
+    rec.jobs.filter((j) => j.merchant === up!.merchants[0]!.label).map((j) => [j.at - stoppedAt, j.ms]),
+  );
+  expect(toldWhileDown.length).toBeGreaterThan(0);
+  expect(jobsHeardOf(downHook).size).toBe(HELD);
+  // Some of the stopped worker's merchant's async jobs were still queued: the claims had to skip it.
+  expect(queuedAtStop.rows[0]!.n).toBeGreaterThan(0);
+  expect(freshKey.status).toBe(200);
   // The coordinator's errors about the stopped worker are connection errors (503, not 500).
   expect(caught.length).toBeGreaterThan(0);
   expect(caught.filter((c) => !c.connection)).toEqual([]);

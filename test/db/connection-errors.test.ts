@@ -4,7 +4,7 @@
 // Their code and text are copied here as the coordinator sent them, so the rule is checked on
 // every database, not only on a cluster.
 import { expect, test } from 'vitest';
-import { isConnectionError } from '../../src/db/connection-errors.ts';
+import { isConnectionError, isWorkerUnreachable } from '../../src/db/connection-errors.ts';
 
 /** A database error as `pg` gives it: the server's SQLSTATE in `code`. */
 const pgError = (code: string, message: string) =>
@@ -70,4 +70,23 @@ const wrongStatements: [string, Error][] = [
 
 test.for(wrongStatements)('%s is not (500)', ([, err]) => {
   expect(isConnectionError(err)).toBe(false);
+});
+
+// Of those, the ones that say the coordinator is fine and one worker is not: the coordinator's
+// connection is kept, and the claims skip that worker's customers (docs/running/citus.md#a-worker-that-stops).
+test.for(workerAway)('%s: is it one worker that did not answer?', ([name, err]) => {
+  expect(isWorkerUnreachable(err)).toBe(name !== 'a statement running on a worker as it stopped');
+});
+
+test("the coordinator's own connection lost is not a worker's", () => {
+  expect(
+    isWorkerUnreachable(
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9760'), { code: 'ECONNREFUSED' }),
+    ),
+  ).toBe(false);
+  expect(isWorkerUnreachable(pgError('08006', 'connection failure'))).toBe(false);
+  expect(isWorkerUnreachable(pgError('57P01', 'terminating connection due to administrator command'))).toBe(
+    false,
+  );
+  for (const [, err] of wrongStatements) expect(isWorkerUnreachable(err)).toBe(false);
 });

@@ -218,9 +218,13 @@ export async function redeemOnce(
   server: ServerProcess,
   m: Merchant,
   rec: ClientLog,
-  opts: { async: boolean; n: number; key?: number },
+  opts: { async: boolean; n: number; key?: number; mark?: string },
 ) {
-  const codes = Array.from({ length: opts.n }, () => `CF-${TAG}-${(serial++).toString(36).toUpperCase()}-60`);
+  const mark = opts.mark ? `${opts.mark}-` : '';
+  const codes = Array.from(
+    { length: opts.n },
+    () => `CF-${TAG}-${mark}${(serial++).toString(36).toUpperCase()}-60`,
+  );
   m.sent.push(...codes);
   const idempotencyKey = `cf-${TAG}-${serial++}`;
   const first = await untilFinal(server, m, rec, {

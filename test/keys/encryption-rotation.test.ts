@@ -192,7 +192,7 @@ describe('rotation to a new first key', () => {
     ]);
     const { loadJobWithCodes } = await import('../../src/core/jobs/jobs.ts');
     const { codeResults } = await import('../../src/core/redeem/outcomes.ts');
-    const loaded = await loadJobWithCodes(t.ctx.db, job.rows[0]!.id);
+    const loaded = await loadJobWithCodes(t.ctx.db, job.rows[0]!.id, null);
     expect(codeResults(loaded!.job, loaded!.codes, alone)[0]!.code).toMatch(/^OK-/);
   });
 });

@@ -9,7 +9,8 @@ const servers = serverProcesses();
 
 test('SIGTERM with DRAIN_DELAY_MS: health says draining at once, the rest is served, then exit 0', async () => {
   const server = await servers.start(servers.dataDir(), {
-    DRAIN_DELAY_MS: '4000',
+    // Long enough for the requests below on a loaded machine (4 s ran out once in CI).
+    DRAIN_DELAY_MS: '8000',
     SHUTDOWN_GRACE_MS: '10000',
   });
   const { key } = await createProcessMerchant(server);

@@ -117,7 +117,7 @@ async function runAsync(m: Merchant, body: Record<string, unknown>, opts = { fin
     // Nothing left to finish.
     expect(await finishAsyncJob(t.ctx, jobId)).toBe(false);
   } else {
-    const loaded = (await loadJobWithCodes(t.ctx.db, jobId))!;
+    const loaded = (await loadJobWithCodes(t.ctx.db, jobId, null))!;
     for (const row of loaded.codes) {
       await recordOutcome(t.ctx, loaded.job, row, { status: 'activated', category: '60', uc: 60 }, 'pending');
     }

@@ -55,7 +55,7 @@ describe('the sandbox memory', () => {
     const queue = async (m: Merchant, player: string) => {
       const res = await redeem(t, m.key, { player_id: player, codes: [code], async: true });
       expect(res.statusCode, res.body).toBe(202);
-      return (await loadJobWithCodes(t.ctx.db, res.json().job_id))!;
+      return (await loadJobWithCodes(t.ctx.db, res.json().job_id, null))!;
     };
     const jobs = [await queue(a, '5100000001'), await queue(b, '5100000002')];
     // Both activations answered before either outcome is recorded.
@@ -71,7 +71,7 @@ describe('the sandbox memory', () => {
       ['code_used', true],
     ]);
     const rows = await Promise.all(
-      jobs.map(async (j) => (await loadJobWithCodes(t.ctx.db, j.job.id))!.codes[0]!),
+      jobs.map(async (j) => (await loadJobWithCodes(t.ctx.db, j.job.id, null))!.codes[0]!),
     );
     expect(rows.map((r) => [r.status, r.errorCode, r.disposition, r.billed]).sort()).toEqual([
       ['activated', '', 'consumed', true],

@@ -104,14 +104,17 @@ const zero = (): UsageCounts => Object.fromEntries(COUNTED.map((c) => [c, 0])) a
 
 type BucketRow = UsageCounts & { bucket: Date };
 
-/** Counts of the done codes of jobs created at or after `since`, per bucket of when they finished. */
+/** Counts of the done codes of jobs created at or after `since`, per bucket of when they finished.
+ * A customer given is named in the statement's text: Citus sends it to that customer's worker
+ * alone only then (it does not prune on `$4 is null or customer_id = $4`); so in countFromRollup.
+ */
 function countFromRows(q: Queryable, query: UsageQuery, since: Date) {
   return q.query<BucketRow>(
     `select date_trunc($1, c.finished_at, 'UTC') as bucket, ${COUNT_COLUMNS}
        from jobs j join job_codes c on c.customer_id = j.customer_id and c.job_id = j.id
       where j.created_at >= $6 and c.state = 'done' and not c.reused
         and c.finished_at >= $2 and c.finished_at < $3
-        and ($4::bigint is null or j.customer_id = $4) and ($5::text is null or j.mode = $5)
+        and ${query.customerId == null ? '$4::bigint is null' : 'j.customer_id = $4'} and ($5::text is null or j.mode = $5)
       group by 1`,
     [query.granularity, query.from, query.to, query.customerId ?? null, query.mode ?? null, since],
   );
@@ -122,7 +125,8 @@ function countFromRollup(q: Queryable, query: UsageQuery) {
   return q.query<BucketRow>(
     `select ${column} as bucket, ${SUM_COLUMNS}
        from ${table}
-      where ${column} >= $1 and ${column} < $2 and ($3::bigint is null or customer_id = $3)
+      where ${column} >= $1 and ${column} < $2
+        and ${query.customerId == null ? '$3::bigint is null' : 'customer_id = $3'}
         and ($4::text is null or mode = $4)
       group by 1`,
     [query.from, query.to, query.customerId ?? null, query.mode ?? null],

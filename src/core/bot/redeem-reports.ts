@@ -9,6 +9,7 @@ import { CONFIRM_TTL_MS, type RedeemSummary } from './redeems.ts';
 /** A started bot redeem as the progress loop reports it. */
 export interface StartedRedeem {
   id: string;
+  customerId: number;
   chatId: number;
   messageId: number | null;
   mode: Mode;
@@ -23,7 +24,7 @@ export interface StartedRedeem {
 /** Started bot redeems whose progress or end is not reported yet (oldest first). */
 export async function startedRedeems(q: Queryable, limit = 50): Promise<StartedRedeem[]> {
   const r = await q.query<StartedRedeem>(
-    `select b.id, b.chat_id as "chatId", b.message_id as "messageId", b.mode, b.job_id as "jobId",
+    `select b.id, b.customer_id as "customerId", b.chat_id as "chatId", b.message_id as "messageId", b.mode, b.job_id as "jobId",
             b.reported_done as "reportedDone", b.summary, j.status as "jobStatus", j.total,
             (select count(*)::int from job_codes c where c.customer_id = j.customer_id and c.job_id = j.id and c.state = 'done') as done
        from bot_redeems b join jobs j on j.customer_id = b.customer_id and j.id = b.job_id

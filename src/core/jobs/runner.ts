@@ -12,6 +12,14 @@ export interface ExecuteOptions {
    * (DATABASE_TIMEOUT_MS, default 5000); its codes go on recording in the background.
    */
   databaseTimeoutMs?: number;
+  /**
+   * Told when the run starts (true) and stops (false) waiting for its customer's Citus worker, one
+   * that does not answer: the job worker gives its slot to another customer's job meanwhile
+   * (docs/running/citus.md#a-worker-that-stops).
+   */
+  onWorkerAway?: (away: boolean) => void;
+  /** The job's customer when known (a claimed job): its reads go to its Citus worker alone. */
+  customerId?: number;
 }
 
 export interface JobRunner {

@@ -21,7 +21,14 @@ import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import { INSTANCE_ID, LEASE_MS } from '../instance.ts';
-import { repairWorkQueue, TURNS_PER_CLAIM, tookTurns, type WorkTurn } from '../work-queue.ts';
+import {
+  onReachableWorker,
+  repairWorkQueue,
+  TURNS_PER_CLAIM,
+  tookTurns,
+  UNREACHABLE,
+  type WorkTurn,
+} from '../work-queue.ts';
 import {
   JOB_WITH_CODES,
   type JobRow,
@@ -126,28 +133,30 @@ async function claimJobByTurns(deps: RedeemDeps): Promise<JobWithCodes | null> {
     'job_claim_waiting',
   );
   if (waiting.rows.length === 0) return null;
-  const running = await deps.db.query<{ customerId: number; n: number }>(
-    `select customer_id as "customerId", count(*)::int as n from jobs
-      where customer_id = any($1::bigint[]) and status = 'running' and is_async
-      group by customer_id`,
-    [waiting.rows.map((w) => w.customerId)],
-    'job_claim_running',
+  const runningOf = await runningAsyncJobs(
+    deps,
+    waiting.rows.map((w) => w.customerId),
   );
-  const runningOf = new Map(running.rows.map((r) => [r.customerId, r.n]));
   const turns = waiting.rows
-    .map((w, i) => ({ ...w, version: Number(w.version), i, running: runningOf.get(w.customerId) ?? 0 }))
+    .map((w, i) => ({ ...w, version: Number(w.version), i, running: runningOf.get(w.customerId) }))
     .sort(
-      (a, b) => Number(a.mode === 'test') - Number(b.mode === 'test') || a.running - b.running || a.i - b.i,
+      (a, b) =>
+        Number(a.mode === 'test') - Number(b.mode === 'test') ||
+        (a.running ?? 0) - (b.running ?? 0) ||
+        a.i - b.i,
     );
   const looked: WorkTurn[] = [];
   const empty: WorkTurn[] = [];
   let claimed: JobWithCodes | null = null;
   for (const turn of turns) {
     looked.push(turn);
+    // Its worker did not answer the count: skipped, to the back of the turn order.
+    if (turn.running === undefined) continue;
     const now = deps.clock.now();
     // Citus takes no subquery in an update's `returning`: the codes come in a second statement.
-    const r = await deps.db.query<JobRow>(
-      `update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
+    const r = await onReachableWorker(() =>
+      deps.db.query<JobRow>(
+        `update jobs set status = 'running', lease_owner = $1, lease_expires_at = $2, started_at = $3
           where customer_id = $4 and status = 'queued' and id = (
             select id from jobs
              where customer_id = $4 and mode = $5 and status = 'queued'
@@ -158,9 +167,11 @@ async function claimJobByTurns(deps: RedeemDeps): Promise<JobWithCodes | null> {
              order by created_at, id limit 1
              for update skip locked)
        returning ${jobColumns('jobs')}`,
-      [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now, turn.customerId, turn.mode],
-      'job_claim_routed',
+        [INSTANCE_ID, new Date(now.getTime() + LEASE_MS), now, turn.customerId, turn.mode],
+        'job_claim_routed',
+      ),
     );
+    if (r === UNREACHABLE) continue;
     const job = r.rows[0];
     if (job) {
       await deps.db.query(
@@ -181,6 +192,34 @@ async function claimJobByTurns(deps: RedeemDeps): Promise<JobWithCodes | null> {
   }
   await tookTurns(deps.db, 'job', looked, empty);
   return claimed;
+}
+
+/**
+ * The async jobs running of each customer, counted on their own shards only: one statement, or,
+ * when a worker does not answer it, one per customer, and a customer of that worker is left out
+ * (its claim skipped) rather than every customer's claim failing.
+ */
+async function runningAsyncJobs(deps: RedeemDeps, customerIds: number[]): Promise<Map<number, number>> {
+  const count = (ids: number[]) =>
+    deps.db.query<{ customerId: number; n: number }>(
+      `select customer_id as "customerId", count(*)::int as n from jobs
+        where customer_id = any($1::bigint[]) and status = 'running' and is_async
+        group by customer_id`,
+      [ids],
+      'job_claim_running',
+    );
+  const runningOf = new Map<number, number>();
+  const all = await onReachableWorker(() => count(customerIds));
+  if (all !== UNREACHABLE) {
+    for (const id of customerIds) runningOf.set(id, 0);
+    for (const r of all.rows) runningOf.set(r.customerId, r.n);
+    return runningOf;
+  }
+  for (const id of customerIds) {
+    const one = await onReachableWorker(() => count([id]));
+    if (one !== UNREACHABLE) runningOf.set(id, one.rows[0]?.n ?? 0);
+  }
+  return runningOf;
 }
 
 /**

@@ -6,6 +6,7 @@ import { startBackgroundLoop } from '../background-loop.ts';
 import type { RedeemDeps } from '../context.ts';
 import { LEASE_MS } from '../instance.ts';
 import { retryFor, retryOnConnectionError } from '../retry.ts';
+import { onReachableWorker, UNREACHABLE } from '../work-queue.ts';
 import { settleDisabledCustomerJob } from './disabled-customer.ts';
 import type { JobWithCodes } from './jobs.ts';
 import type { ExecuteOptions, JobRunner } from './runner.ts';
@@ -80,15 +81,28 @@ export function startJobWorker(deps: RedeemDeps, runner: JobRunner, opts: JobWor
     .config;
   const concurrency = opts.concurrency ?? config?.JOB_CONCURRENCY ?? 4;
   const running = new Map<string, Promise<void>>();
-  const execute: ExecuteOptions = opts.codeConcurrency ? { codeConcurrency: opts.codeConcurrency } : {};
+  // Jobs waiting for their customer's Citus worker (one that does not answer): they keep running
+  // but not their slot, so the other workers' customers' jobs go on (docs/running/citus.md#a-worker-that-stops).
+  const away = new Set<string>();
+  const base: ExecuteOptions = opts.codeConcurrency ? { codeConcurrency: opts.codeConcurrency } : {};
   let claimLost = false;
 
   const start = (jobId: string, claimed?: JobWithCodes) => {
+    const execute: ExecuteOptions = {
+      ...base,
+      ...(claimed ? { customerId: claimed.job.customerId } : {}),
+      onWorkerAway(isAway) {
+        if (!isAway) return void away.delete(jobId);
+        away.add(jobId);
+        loop.wake();
+      },
+    };
     const run = runJob(deps, runner, jobId, execute, claimed)
       .then(() => opts.onJobEnded?.())
       .catch((err) => deps.logger.error({ err, jobId }, 'job could not be settled; the sweeper will'))
       .finally(() => {
         running.delete(jobId);
+        away.delete(jobId);
         loop.wake();
       });
     running.set(jobId, run);
@@ -100,10 +114,14 @@ export function startJobWorker(deps: RedeemDeps, runner: JobRunner, opts: JobWor
     logger: deps.logger,
     async pass(signal) {
       if (claimLost) {
-        for (const jobId of await ownUnrunJobs(deps, new Set(running.keys()))) start(jobId);
-        claimLost = false;
+        // Read on every worker: while one does not answer, the claims go on and this waits.
+        const own = await onReachableWorker(() => ownUnrunJobs(deps, new Set(running.keys())));
+        if (own !== UNREACHABLE) {
+          for (const jobId of own) start(jobId);
+          claimLost = false;
+        }
       }
-      while (!signal.aborted && running.size < concurrency) {
+      while (!signal.aborted && running.size - away.size < concurrency) {
         let claimed: JobWithCodes | null;
         try {
           claimed = await claimJob(deps);

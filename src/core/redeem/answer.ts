@@ -61,7 +61,7 @@ export async function answerRedeem(
         replay: true,
         ...headers,
       };
-    const { job, codes } = (await loadJobWithCodes(deps.db, started.jobId))!;
+    const { job, codes } = (await loadJobWithCodes(deps.db, started.jobId, caller.customerId))!;
     const body = buildResult(job, codes, deps.codeKey, { request_id: started.requestId });
     return {
       kind: 'result',

@@ -48,8 +48,13 @@ export function jobView(job: JobRow, rows: JobCodeRow[], codeKey: Buffer, reques
 }
 
 /** The `data` of a job's webhook event, built now from the job's rows; null for an unknown job. */
-export async function jobEventData(q: Queryable, codeKey: Buffer, jobId: string, event: JobEvent) {
-  const loaded = await loadJobWithCodes(q, jobId);
+export async function jobEventData(
+  q: Queryable,
+  codeKey: Buffer,
+  of: { customerId: number; id: string },
+  event: JobEvent,
+) {
+  const loaded = await loadJobWithCodes(q, of.id, of.customerId);
   if (!loaded) return null;
   const { job, codes: rows } = loaded;
   return event === 'redeem.completed' ? jobResultBody(job, rows, codeKey) : jobErrorBody(job, rows, codeKey);

@@ -5,6 +5,7 @@
 //   (redeem_record_outcome, src/db/functions/redeem.sql). The commit of a job's last outcome also
 //   finishes the job: a sync job with its key made replayable, an async job with its webhook
 //   event in the outbox.
+import { isWorkerUnreachable } from '../../db/connection-errors.ts';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../../db/database.ts';
 import { CODE_CONCURRENCY, type RedeemDeps } from '../context.ts';
 import { decryptCode } from '../crypto/code-crypto.ts';
@@ -50,7 +51,7 @@ export async function executeJob(
   claimed?: JobWithCodes,
 ): Promise<{ billed: number; finished: boolean }> {
   // The claim read the job and its codes with the same statement that took it.
-  const loaded = claimed ?? (await loadJobWithCodes(deps.db, jobId));
+  const loaded = claimed ?? (await loadJobWithCodes(deps.db, jobId, opts.customerId ?? null));
   if (!loaded) throw new Error(`job ${jobId} not found`);
   const job = loaded.job;
   if (job.isAsync && job.startedAt) deps.metrics?.jobStarted(job.mode, +job.startedAt - +job.createdAt);
@@ -119,6 +120,8 @@ async function runCodes(
     lease,
     failingSince: null,
     onStalled: job.isAsync ? null : { afterMs: databaseTimeoutMs, call: () => stalled?.() },
+    away: 0,
+    onWorkerAway: opts.onWorkerAway,
   };
   let billed = 0;
   let finished: Finished | null = null;
@@ -178,6 +181,9 @@ interface RetryState {
   /** Since when (clock ms) database calls of this run have been failing. */
   failingSince: number | null;
   onStalled: { afterMs: number; call: () => void } | null;
+  /** Calls of this run waiting for a Citus worker that does not answer, and whom to tell. */
+  away: number;
+  onWorkerAway: ((away: boolean) => void) | undefined;
 }
 
 /**
@@ -192,20 +198,30 @@ async function whileLeased<T>(
   fn: () => Promise<T>,
 ): Promise<T> {
   const startedAt = deps.clock.now().getTime();
-  const result = await retryOnConnectionError(fn, {
-    now: () => deps.clock.now().getTime(),
-    deadline: () => retry.lease.until - 1,
-    onRetry(err, attempt, delay) {
-      const now = deps.clock.now().getTime();
-      retry.failingSince ??= startedAt;
-      // Answer before the next try would take the request past its deadline.
-      if (retry.onStalled && now + delay - retry.failingSince >= retry.onStalled.afterMs)
-        retry.onStalled.call();
-      if (attempt === 0) deps.logger.warn({ err }, `database unavailable while ${what}; retrying`);
-    },
-  });
-  retry.failingSince = null;
-  return result;
+  // Counted once per call while it waits for a Citus worker that does not answer.
+  let waitsForWorker = false;
+  try {
+    const result = await retryOnConnectionError(fn, {
+      now: () => deps.clock.now().getTime(),
+      deadline: () => retry.lease.until - 1,
+      onRetry(err, attempt, delay) {
+        if (!waitsForWorker && isWorkerUnreachable(err)) {
+          waitsForWorker = true;
+          if (retry.away++ === 0) retry.onWorkerAway?.(true);
+        }
+        const now = deps.clock.now().getTime();
+        retry.failingSince ??= startedAt;
+        // Answer before the next try would take the request past its deadline.
+        if (retry.onStalled && now + delay - retry.failingSince >= retry.onStalled.afterMs)
+          retry.onStalled.call();
+        if (attempt === 0) deps.logger.warn({ err }, `database unavailable while ${what}; retrying`);
+      },
+    });
+    retry.failingSince = null;
+    return result;
+  } finally {
+    if (waitsForWorker && --retry.away === 0) retry.onWorkerAway?.(false);
+  }
 }
 
 /**

@@ -80,7 +80,12 @@ async function sendAndRecord(deps: Deps, opts: WebhookWorkerOptions, evt: Claime
 
   const registration = await loadRegistration(deps.db, deps.codeKey, evt);
   if (!registration) return drop(deps, evt, 'no webhook registered any more', log);
-  const data = await jobEventData(deps.db, deps.codeKey, evt.jobId, evt.event);
+  const data = await jobEventData(
+    deps.db,
+    deps.codeKey,
+    { customerId: evt.customerId, id: evt.jobId },
+    evt.event,
+  );
   if (!data) return drop(deps, evt, 'the job no longer exists', log);
 
   const body = envelopeBody(evt, data);

@@ -58,6 +58,7 @@ export interface EventRecord {
 
 interface EventRow {
   id: string;
+  customerId: number;
   event: JobEvent;
   jobId: string;
   mode: Mode;
@@ -71,7 +72,7 @@ interface EventRow {
 // withNextAttempts for the page's events only (a second statement: on Citus a page across
 // customers cannot carry a subquery per row).
 const eventsOf = (page: string) => `
-  select e.id, e.event, e.job_id as "jobId", e.mode, e.created_at as "createdAt", e.log_state as state,
+  select e.id, e.customer_id as "customerId", e.event, e.job_id as "jobId", e.mode, e.created_at as "createdAt", e.log_state as state,
          e.state = 'pending' as scheduled, case when e.state = 'pending' then e.next_attempt_at end as "nextAttemptAt"
     from (${page}) e`;
 
@@ -156,18 +157,25 @@ export async function getEvent(
   eventId: string,
 ) {
   if (!/^evt_[A-Za-z0-9]{20,64}$/.test(eventId)) return null;
-  // The operator reads any event: its customer comes from the row itself.
-  const r = await q.query<EventRow & { scheduled: boolean }>(
-    eventsOf(`select * from webhook_events where id = $3
-       and ($1::bigint is null or customer_id = $1) and ($2::text is null or mode = $2)`),
-    [owner?.customerId ?? null, owner?.mode ?? null, eventId],
-    'webhook_event_get',
-  );
+  // The operator reads any event: its customer comes from the row itself. A merchant's is named
+  // by its customer in the statement's text (on Citus: its worker alone; Citus does not prune on
+  // `$1 is null or customer_id = $1`).
+  const r = owner
+    ? await q.query<EventRow & { scheduled: boolean }>(
+        eventsOf('select * from webhook_events where customer_id = $1 and mode = $2 and id = $3'),
+        [owner.customerId, owner.mode, eventId],
+        'webhook_event_get',
+      )
+    : await q.query<EventRow & { scheduled: boolean }>(
+        eventsOf('select * from webhook_events where id = $1'),
+        [eventId],
+        'webhook_event_get_any',
+      );
   const found = r.rows[0];
   if (!found) return null;
   const [row] = (await withNextAttempts(q, [found])) as [EventRow];
   const attempts = await loadAttempts(q, [row.id]);
-  const data = await jobEventData(q, codeKey, row.jobId, row.event);
+  const data = await jobEventData(q, codeKey, { customerId: found.customerId, id: row.jobId }, row.event);
   return { ...eventRecord(row, attempts.get(row.id) ?? []), data: data ?? {} };
 }
 

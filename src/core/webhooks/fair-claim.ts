@@ -12,7 +12,14 @@
 // pending index, so a claim costs the same behind a backlog of a hundred or of a million.
 import { shardedByCustomer } from '../../db/citus.ts';
 import type { JobEvent, Mode } from '../vocabulary.ts';
-import { repairWorkQueue, tookTurns, type WorkTurn, workTurns } from '../work-queue.ts';
+import {
+  onReachableWorker,
+  repairWorkQueue,
+  tookTurns,
+  UNREACHABLE,
+  type WorkTurn,
+  workTurns,
+} from '../work-queue.ts';
 import {
   type ClaimedEvent,
   type Deps,
@@ -135,7 +142,12 @@ async function claimEventsByTurns(deps: Deps, opts: FairClaimOptions): Promise<C
       const room = Math.min(perTurn, opts.limit - claimed.length);
       if (room <= 0) break;
       if (done.has(turn)) continue;
-      const rows = await claimEventsOf(deps, opts, turn, room);
+      const rows = await onReachableWorker(() => claimEventsOf(deps, opts, turn, room));
+      // Its worker did not answer: skipped, to the back of the turn order with its row kept.
+      if (rows === UNREACHABLE) {
+        done.add(turn);
+        continue;
+      }
       claimed.push(...rows);
       if (rows.length < room) done.add(turn);
       if (rows.length === 0 && !(await webhookWorkLeft(deps, turn))) empty.push(turn);
@@ -275,38 +287,50 @@ async function claimRedeliveriesByTurns(deps: Deps, opts: FairClaimOptions): Pro
   for (const customerId of customers) {
     const room = opts.limit - claimed.length;
     if (room <= 0) break;
-    const now = deps.clock.now();
-    // The room first, then the claim (see claimEventsOf: no LIMIT from a subquery on Citus).
-    const allowed = await deps.db.query<{ k: number }>(
-      `select greatest(0, least($2::int, $3::int - ${runningOfCustomer('$4', '$1')}))::int as k`,
-      [now, room, opts.perCustomer ?? PER_CUSTOMER_ATTEMPTS, customerId],
-      'webhook_redelivery_room',
-    );
-    const k = allowed.rows[0]!.k;
-    if (k <= 0) continue;
-    const rows = await deps.db.transaction(async (tx) => {
-      const picked = await tx.query<{ id: string }>(
-        `select id from webhook_redeliveries where customer_id = $1 and state = 'queued'
-          order by requested_at, id limit $2 for update skip locked`,
-        [customerId, k],
-        'webhook_redelivery_pick',
-      );
-      if (picked.rows.length === 0) return [];
-      const r = await tx.query<ClaimedRedelivery>(
-        `with c as (
-           update webhook_redeliveries r set state = 'sending', locked_until = $2, started_at = $1
-            where r.customer_id = $3 and r.id = any($4::text[])
-           returning r.id, r.event_id
-         )
-         select c.id, c.event_id as "eventId", e.customer_id as "customerId", e.mode, e.job_id as "jobId",
-                e.event, e.created_at as "createdAt"
-           from c join webhook_events e on e.customer_id = $3 and e.id = c.event_id`,
-        [now, new Date(now.getTime() + opts.leaseMs), customerId, picked.rows.map((p) => p.id)],
-        'webhook_redelivery_claim_routed',
-      );
-      return r.rows;
-    });
+    const rows = await onReachableWorker(() => claimRedeliveriesOf(deps, opts, customerId, room));
+    // Its worker did not answer: the next customer.
+    if (rows === UNREACHABLE) continue;
     claimed.push(...rows);
   }
   return claimed;
+}
+
+/** Up to `room` queued redeliveries of one customer, within its limit, claimed on its worker. */
+async function claimRedeliveriesOf(
+  deps: Deps,
+  opts: FairClaimOptions,
+  customerId: number,
+  room: number,
+): Promise<ClaimedRedelivery[]> {
+  const now = deps.clock.now();
+  // The room first, then the claim (see claimEventsOf: no LIMIT from a subquery on Citus).
+  const allowed = await deps.db.query<{ k: number }>(
+    `select greatest(0, least($2::int, $3::int - ${runningOfCustomer('$4', '$1')}))::int as k`,
+    [now, room, opts.perCustomer ?? PER_CUSTOMER_ATTEMPTS, customerId],
+    'webhook_redelivery_room',
+  );
+  const k = allowed.rows[0]!.k;
+  if (k <= 0) return [];
+  return deps.db.transaction(async (tx) => {
+    const picked = await tx.query<{ id: string }>(
+      `select id from webhook_redeliveries where customer_id = $1 and state = 'queued'
+        order by requested_at, id limit $2 for update skip locked`,
+      [customerId, k],
+      'webhook_redelivery_pick',
+    );
+    if (picked.rows.length === 0) return [];
+    const r = await tx.query<ClaimedRedelivery>(
+      `with c as (
+         update webhook_redeliveries r set state = 'sending', locked_until = $2, started_at = $1
+          where r.customer_id = $3 and r.id = any($4::text[])
+         returning r.id, r.event_id
+       )
+       select c.id, c.event_id as "eventId", e.customer_id as "customerId", e.mode, e.job_id as "jobId",
+              e.event, e.created_at as "createdAt"
+         from c join webhook_events e on e.customer_id = $3 and e.id = c.event_id`,
+      [now, new Date(now.getTime() + opts.leaseMs), customerId, picked.rows.map((p) => p.id)],
+      'webhook_redelivery_claim_routed',
+    );
+    return r.rows;
+  });
 }

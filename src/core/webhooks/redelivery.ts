@@ -177,7 +177,9 @@ async function sendAndRecord(
 ): Promise<void> {
   const evt = { id: r.eventId, event: r.event, createdAt: r.createdAt, customerId: r.customerId };
   const registration = await loadRegistration(deps.db, deps.codeKey, r);
-  const data = registration ? await jobEventData(deps.db, deps.codeKey, r.jobId, r.event) : null;
+  const data = registration
+    ? await jobEventData(deps.db, deps.codeKey, { customerId: r.customerId, id: r.jobId }, r.event)
+    : null;
   const started = performance.now();
   const outcome: AttemptOutcome =
     registration && data

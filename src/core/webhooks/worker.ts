@@ -5,6 +5,7 @@
 // failing) and never a batch. A finished attempt wakes the loop to fill its slot at once.
 import type { Queryable } from '../../db/database.ts';
 import { startBackgroundLoop } from '../background-loop.ts';
+import { onReachableWorker } from '../work-queue.ts';
 import { deliverEvent, envelopeBody, sendAttempt } from './delivery.ts';
 import { claimDueEventsFairly, claimDueRedeliveries } from './fair-claim.ts';
 import { expireStaleRedeliveries, sendRedelivery } from './redelivery.ts';
@@ -46,7 +47,8 @@ export function startWebhookWorker(deps: Deps, opts: WebhookWorkerOptions = {}):
         await releaseLeases(deps.db);
         leasesReleased = true;
       }
-      await expireStaleRedeliveries(deps);
+      // Read on every worker: while one does not answer, this waits for a later pass and the claims go on.
+      await onReachableWorker(() => expireStaleRedeliveries(deps));
       const free = concurrency - running.size;
       if (free <= 0) return false;
       const claim = { limit: free, leaseMs, perCustomer: opts.perCustomer };
