@@ -12,6 +12,8 @@
 //    after the other, and on plain PostgreSQL for reference: N queued async jobs over C customers
 //    written directly (as bench/claims.ts does) with their work_queue rows, then K claims timed
 //    one at a time. Beside it, for contrast, a read that asks every worker (repairWorkQueue's).
+// 3. With --parts=rebalance: a worker added to a serving cluster and the shards rebalanced onto it
+//    online while sync redeems run (docs/running/citus.md#adding-a-worker-rebalancing).
 //
 // Nothing is asserted: benches measure. Every cluster is stopped and every database dropped at
 // the end, also when the run fails or is interrupted.
@@ -46,7 +48,7 @@ Options (defaults in brackets):
   --postgres=URL          the local server where the plain throwaway databases are made and dropped
                           [postgres://postgres@127.0.0.1:5432/postgres]
   --port=N                the Citus clusters' first port; a cluster of W workers takes N..N+W [9780]
-  --parts=LIST            load,claims [load,claims]
+  --parts=LIST            load,claims,rebalance [load,claims] (rebalance: a worker added under load)
 Load (GET /v1/me and sync redeems, plain PostgreSQL against a coordinator with two workers):
   --duration=S            seconds measured per run [5]
   --warmup=S              seconds of unmeasured load before each run [1]
@@ -69,6 +71,7 @@ interface Options {
   port: number;
   load: boolean;
   claims: boolean;
+  rebalance: boolean;
   duration: number;
   warmup: number;
   connections: number;
@@ -114,7 +117,8 @@ function parseOptions(): Options | null {
       .map((s) => s.trim())
       .filter(Boolean);
   const parts = list(values.parts);
-  for (const p of parts) if (p !== 'load' && p !== 'claims') throw new Error(`--parts: unknown "${p}"`);
+  for (const p of parts)
+    if (p !== 'load' && p !== 'claims' && p !== 'rebalance') throw new Error(`--parts: unknown "${p}"`);
   const scenarios = list(values.scenarios);
   for (const s of scenarios) if (s !== 'me' && s !== 'redeem') throw new Error(`--scenarios: unknown "${s}"`);
   if (!/^postgres(ql)?:\/\//.test(values.postgres)) throw new Error('--postgres must be a postgres:// URL');
@@ -123,6 +127,7 @@ function parseOptions(): Options | null {
     port: int('port', values.port, 1024),
     load: parts.includes('load'),
     claims: parts.includes('claims'),
+    rebalance: parts.includes('rebalance'),
     duration: int('duration', values.duration, 1),
     warmup: int('warmup', values.warmup, 0),
     connections: int('connections', values.connections, 1),
@@ -554,6 +559,149 @@ function claimsReport(o: Options, rows: ClaimRow[]): string[] {
 
 // ---- The run ----
 
+// ---- Part 3: a worker added and the shards rebalanced while sync redeems go on ----
+
+interface RebalanceRow {
+  /** Shard placements per worker port, before and after. */
+  before: Record<string, number>;
+  after: Record<string, number>;
+  seconds: number;
+  requests: number;
+  reqPerSec: number;
+  non2xx: number;
+  errors: number;
+  reasons: string;
+  /** The worst p99 of the load's 2-second runs, and the slowest answer (ms). */
+  p99: number;
+  max: number;
+}
+
+/** Shard placements per worker (port), customer tables and reference tables together. */
+async function placements(db: Database): Promise<Record<string, number>> {
+  const r = await db.query<{ port: number; n: number }>(
+    'select nodeport as port, count(*)::int as n from citus_shards group by nodeport order by nodeport',
+  );
+  return Object.fromEntries(r.rows.map((x) => [String(x.port), x.n]));
+}
+
+/**
+ * A coordinator with three workers, the third taking no shards at first (as if not there yet):
+ * the gateway distributes over two and gets its fixtures; then, while sync redeems run, the third
+ * takes shards (`shouldhaveshards`) and `citus_rebalance_start` moves shard groups onto it
+ * (`force_logical`, online), waited for with `citus_rebalance_wait`. The load runs in 2-second
+ * autocannon runs until the rebalance is over.
+ */
+async function rebalancePart(o: Options): Promise<RebalanceRow> {
+  return withCluster(o, 3, async (url) => {
+    const added = o.port + 3;
+    const sql = await openPostgres(url, { max: 2 });
+    return using(
+      'the coordinator connection',
+      () => sql.close(),
+      async () => {
+        await sql.query("select citus_set_node_property('127.0.0.1', $1::int, 'shouldhaveshards', false)", [
+          added,
+        ]);
+        return withGateway(o, 'citus', url, async (t) => {
+          const before = await placements(sql);
+          let turn = 0;
+          const nextKey = () => t.keys[turn++ % t.keys.length]!;
+          const reasons = new Map<string, number>();
+          const requests = redeemRequests(nextKey).map((r) => ({
+            ...r,
+            onResponse: (status: number, body: string) => {
+              if (status < 300) return;
+              const why = notOkReason(status, body);
+              reasons.set(why, (reasons.get(why) ?? 0) + 1);
+            },
+          }));
+          const base = { url: t.gateway.publicUrl, connections: o.connections, requests };
+          if (o.warmup > 0) await autocannon({ ...base, duration: o.warmup });
+          reasons.clear();
+          const started = performance.now();
+          let done = false;
+          const rebalance = (async () => {
+            try {
+              await sql.query(
+                "select citus_set_node_property('127.0.0.1', $1::int, 'shouldhaveshards', true)",
+                [added],
+              );
+              await sql.query("select citus_rebalance_start(shard_transfer_mode => 'force_logical')");
+              await sql.query('select citus_rebalance_wait()');
+            } finally {
+              done = true;
+            }
+          })();
+          const total = { requests: 0, non2xx: 0, errors: 0, p99: 0, max: 0 };
+          while (!done) {
+            const r = await autocannon({ ...base, duration: 2 });
+            total.requests += r.requests.total ?? 0;
+            total.non2xx += r.non2xx;
+            total.errors += r.errors + r.timeouts;
+            total.p99 = Math.max(total.p99, r.latency.p99);
+            total.max = Math.max(total.max, r.latency.max);
+          }
+          await rebalance;
+          const seconds = (performance.now() - started) / 1000;
+          const after = await placements(sql);
+          process.stderr.write(
+            `  rebalance onto worker ${added}: ${seconds.toFixed(1)} s, ${total.requests} redeems meanwhile, ` +
+              `non-2xx ${total.non2xx}, errors ${total.errors}\n`,
+          );
+          return {
+            before,
+            after,
+            seconds,
+            ...total,
+            reqPerSec: total.requests / seconds,
+            reasons: [...reasons].map(([why, n]) => `${why} ×${n}`).join('; '),
+          };
+        });
+      },
+    );
+  });
+}
+
+function rebalanceReport(o: Options, r: RebalanceRow): string[] {
+  const shown = (m: Record<string, number>) =>
+    Object.entries(m)
+      .map(([port, n]) => `${port}: ${n}`)
+      .join(', ');
+  return [
+    `Rebalance: a coordinator and three workers, the third (${o.port + 3}) taking no shards until the`,
+    `gateway, ${o.customers} customers × ${o.keysPerCustomer} test keys, and ${o.connections} connections of sync redeems were running;`,
+    "then citus_rebalance_start(shard_transfer_mode => 'force_logical') and citus_rebalance_wait()",
+    '',
+    ...table(
+      [
+        'shards per worker before',
+        'after',
+        'seconds',
+        'redeems meanwhile',
+        'req/s',
+        'worst p99 ms',
+        'slowest ms',
+        'non-2xx',
+        'errors',
+      ],
+      [
+        [
+          shown(r.before),
+          shown(r.after),
+          r.seconds.toFixed(1),
+          String(r.requests),
+          r.reqPerSec.toFixed(0),
+          String(r.p99),
+          String(r.max),
+          String(r.non2xx),
+          String(r.errors),
+        ],
+      ],
+    ),
+    ...(r.reasons ? [`not 2xx: ${r.reasons}`] : []),
+  ];
+}
+
 async function main(): Promise<void> {
   const o = parseOptions();
   if (!o) {
@@ -565,6 +713,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const loadRows = o.load ? await loadPart(o) : [];
   const claimRows = o.claims ? await claimsPart(o) : [];
+  const rebalanced = o.rebalance ? await rebalancePart(o) : null;
   const load1 = loadavg();
   const fmt = (l: number[]) => l.map((n) => n.toFixed(2)).join(' ');
   const out = [
@@ -575,6 +724,7 @@ async function main(): Promise<void> {
     '',
     ...(o.load ? [...loadReport(o, loadRows), ''] : []),
     ...(o.claims ? [...claimsReport(o, claimRows), ''] : []),
+    ...(rebalanced ? [...rebalanceReport(o, rebalanced), ''] : []),
   ];
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -112,8 +112,8 @@ export async function loadJobWithCodes(
 ): Promise<JobWithCodes | null> {
   // Named by its customer where the caller knows it: on Citus the read goes to that customer's
   // worker alone. By its id alone it reads every worker's shard (an id index answers at once), and
-  // fails while one of them does not answer.
-  // Two statements, not `($2 is null or customer_id = $2)`: Citus does not prune on that.
+  // fails while one of them does not answer. Two texts, not one with `($2 is null or
+  // customer_id = $2)`: Citus does not prune on that.
   const r =
     customerId === null
       ? await q.query<JobWithCodesRow>(
