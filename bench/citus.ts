@@ -594,7 +594,8 @@ async function placements(db: Database): Promise<Record<string, number>> {
 async function rebalancePart(o: Options): Promise<RebalanceRow> {
   return withCluster(o, 3, async (url) => {
     const added = o.port + 3;
-    const sql = await openPostgres(url, { max: 2 });
+    // No statement deadline: citus_rebalance_wait() lasts as long as the rebalance.
+    const sql = await openPostgres(url, { max: 2, statementTimeoutMs: 0 });
     return using(
       'the coordinator connection',
       () => sql.close(),
@@ -632,6 +633,8 @@ async function rebalancePart(o: Options): Promise<RebalanceRow> {
               done = true;
             }
           })();
+          // Awaited below, after the load; a failure meanwhile must not end the process unhandled.
+          rebalance.catch(() => undefined);
           const total = { requests: 0, non2xx: 0, errors: 0, p99: 0, max: 0 };
           while (!done) {
             const r = await autocannon({ ...base, duration: 2 });
