@@ -308,7 +308,10 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         counters.commits++;
         return result;
       } catch (err) {
-        if (!broken && (!isConnectionError(err) || isWorkerUnreachable(err))) {
+        // Any connection error, a Citus worker's included, ends the client: a coordinator whose
+        // remote connection failed mid-transaction may not answer a ROLLBACK (seen on Citus with
+        // the backends terminated again and again: requests hung behind such a client).
+        if (!broken && !isConnectionError(err)) {
           counters.roundTrips++;
           await client.query('ROLLBACK').catch(() => undefined);
         } else broken ??= err as Error;
