@@ -11,12 +11,18 @@ import { actOnce, type BotContext, personOf } from './context.ts';
 import { isPayment, updateKind } from './gate.ts';
 import { NOT_LINKED, OWNERS_ONLY } from './replies.ts';
 
+const PEOPLE_REMEMBERED = 10_000;
+
 /**
  * The first guard of every update's turn (registered once, before every feature): names the
  * person; an unlinked one (or a disabled customer's) is told so and goes no further. `/start
  * <token>` and payments pass unlinked (core/bot/topups.ts judges a payment itself).
  */
 export function linked(app: ServerContext) {
+  // The customer each person was bound to when last seen by this process: the next update's
+  // touch names it, so on Citus it runs on that customer's worker alone (touchBotUser). The
+  // oldest go first past PEOPLE_REMEMBERED; a person forgotten is looked up again.
+  const customerOf = new Map<number, number>();
   return async (c: BotContext, next: NextFunction) => {
     c.app = app;
     c.person = null;
@@ -25,7 +31,10 @@ export function linked(app: ServerContext) {
     const metrics = app.metrics.bot;
     if (!c.from) return;
     const payment = isPayment(c.update);
-    c.person = await touchBotUser(app.db, c.from.id, app.clock.now());
+    c.person = await touchBotUser(app.db, c.from.id, app.clock.now(), customerOf.get(c.from.id));
+    customerOf.delete(c.from.id);
+    if (c.person) customerOf.set(c.from.id, c.person.customerId);
+    if (customerOf.size > PEOPLE_REMEMBERED) customerOf.delete(customerOf.keys().next().value!);
     const startWithToken = c.message?.text !== undefined && /^\/start(@\w+)?\s+\S/.test(c.message.text);
     if ((!c.person || c.person.customerDisabled) && !startWithToken && !payment) {
       c.person = null;

@@ -40,8 +40,8 @@ export async function reportProgress(app: ServerContext, api: Api): Promise<void
     if (ENDED.has(r.jobStatus)) {
       const text = await finalText(app, r);
       if (r.messageId === null) {
-        if (await markFinished(app.db, r.id, now)) await send(app, api, r.chatId, text);
-      } else if (await edit(app, api, r, text, true)) await markFinished(app.db, r.id, now);
+        if (await markFinished(app.db, r, now)) await send(app, api, r.chatId, text);
+      } else if (await edit(app, api, r, text, true)) await markFinished(app.db, r, now);
     } else if (r.done > r.reportedDone && r.messageId !== null) {
       const text = inMode(
         r.mode,
@@ -49,7 +49,7 @@ export async function reportProgress(app: ServerContext, api: Api): Promise<void
         summaryLines(r.summary),
         `done: ${r.done}/${r.total}`,
       );
-      if (await edit(app, api, r, text, false)) await markReported(app.db, r.id, r.reportedDone, r.done);
+      if (await edit(app, api, r, text, false)) await markReported(app.db, r, r.reportedDone, r.done);
     }
   }
 }
@@ -84,7 +84,7 @@ async function edit(
     }
     if (!final) return true;
     app.logger.warn({ err: info, jobId: r.jobId }, 'bot: a redeem message cannot be edited; sending it');
-    if (await markFinished(app.db, r.id, app.clock.now())) await send(app, api, r.chatId, text);
+    if (await markFinished(app.db, r, app.clock.now())) await send(app, api, r.chatId, text);
     return false;
   }
 }

@@ -5,10 +5,13 @@
 // (citus.recover_2pc_interval = -1) the table counts them. A real server process (its job worker,
 // webhook worker and sweeper running as in production) serves sync redeems, an async job whose
 // webhook reaches a real HTTPS receiver on 127.0.0.1, a redelivery, reads and statements for
-// customers on both workers, and runs past one sweep; the table must not have grown. A deliberate
-// write to two workers in one transaction at the end shows the count sees a two-phase commit.
+// customers on both workers, their owners' commands and a confirmed redeem in the chat (the bot
+// talking to the project's stand-in for the Bot API), and runs past one sweep; the table must not
+// have grown. A deliberate write to two workers in one transaction at the end shows the count sees
+// a two-phase commit.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
+import { type BotApiSim, type SimMessage, type SimUser, startBotApiSim } from '../../src/dev/bot-api-sim.ts';
 import { createTestCa, type Receiver, startReceiver, type TestCa } from '../helpers/https-receiver.ts';
 import { adminHttp, type ServerProcess, serverProcesses, waitUntil } from '../helpers/process.ts';
 import { uniqueCode } from '../helpers/redeem.ts';
@@ -24,6 +27,9 @@ const PAST_ONE_SWEEP_MS = 12_000;
 
 let sql: pg.Client;
 let ca: TestCa;
+/** The stand-in for Telegram's Bot API the server's bot talks to. */
+let sim: BotApiSim;
+let nextPerson = 84_000_000 + Math.floor(Math.random() * 1_000_000);
 const receivers: Receiver[] = [];
 /** The setting recovery had before the test, to put back (null: none of ALTER SYSTEM's). */
 let savedInterval: string | null = null;
@@ -54,10 +60,12 @@ beforeAll(async () => {
     }
   });
   ca = createTestCa();
+  sim = await startBotApiSim();
 });
 
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.close()));
+  await sim?.close();
   if (paused) {
     await sql.query(
       savedInterval === null
@@ -106,6 +114,8 @@ interface Customer {
   key: string;
   worker: number;
   receiver: Receiver;
+  /** The customer's owner in the chat, linked through the bot. */
+  owner: SimUser;
 }
 
 /** The records of the key issues' two-phase commits (the one set-up step that makes them). */
@@ -150,7 +160,48 @@ async function newCustomer(server: ServerProcess, n: number): Promise<Customer> 
   const hook = await call(server, key, 'POST', '/v1/webhook', { url: receiver.url });
   expect(hook.status, JSON.stringify(hook.body)).toBe(200);
   receiver.secret = (hook.body as { secret: string }).secret;
-  return { id, key, worker: await workerOf(id), receiver };
+  const owner: SimUser = { id: nextPerson++, username: `owner${nextPerson}`, first_name: 'owner' };
+  const link = await adminHttp<{ token: string }>(server, 'POST', `/admin/v1/customers/${id}/bot-links`, {
+    role: 'owner',
+  });
+  expect((await say(owner, `/start ${link.token}`)).text).toMatch(/^Linked to/);
+  return { id, key, worker: await workerOf(id), receiver, owner };
+}
+
+/** Sends text as the person and waits for the bot's next message in their chat. */
+async function say(who: SimUser, text: string): Promise<SimMessage> {
+  const before = sim.botMessages(who.id).length;
+  await sim.sendText(who, text);
+  return sim.waitFor(() => sim.botMessages(who.id)[before], 20_000);
+}
+
+/** What the customer's owner does in the chat (docs/reference/bot.md#commands), in test mode. */
+async function ownerDay(c: Customer): Promise<void> {
+  const who = c.owner;
+  expect((await say(who, '/mode test')).text).toContain('[test]');
+  expect((await say(who, '/account')).text).toContain('customer:');
+  expect((await say(who, '/stock')).text).toBeDefined();
+  expect((await say(who, '/alerts balance 2')).text).toBeDefined();
+  expect((await say(who, '/wallet')).text).toContain('balance_usd');
+  expect((await say(who, '/topup 1')).text).toBeDefined();
+  const checked = await say(who, `/check ${uniqueCode('OK')}-60`);
+  expect(checked.text).toMatch(/valid/);
+  expect((await say(who, `/addstock 60 ${uniqueCode('OK')}-60`)).text).toMatch(/added/);
+  // A redeem confirmed with its button, reported to its end; then one asked and cancelled.
+  const ask = await say(who, `/redeem ${PLAYER} packs=60x1`);
+  const redeemData = (
+    ask.reply_markup as { inline_keyboard: { text: string; callback_data: string }[][] }
+  ).inline_keyboard[0]!.find((b) => b.text === 'Redeem')!.callback_data;
+  await sim.press(who, ask, redeemData);
+  const ended = await sim.waitFor(
+    () =>
+      sim.botMessages(who.id).find((x) => x.message_id === ask.message_id && x.text?.includes('activated:'))
+        ?.text,
+    30_000,
+  );
+  expect(ended).toMatch(/activated: 1/);
+  await say(who, `/redeem ${PLAYER} ${uniqueCode('OK')}-60`);
+  expect((await say(who, '/cancel')).text).toBeDefined();
 }
 
 async function call(
@@ -269,11 +320,13 @@ async function merchantDay(server: ServerProcess, c: Customer): Promise<void> {
 }
 
 test.runIf(onCitus)(
-  'sync redeems, async jobs with their webhooks, redeliveries, reads and statements of customers on every worker commit without a two-phase commit',
+  "sync redeems, async jobs with their webhooks, redeliveries, reads, statements and the owners' chat of customers on every worker commit without a two-phase commit",
   { timeout: 240_000 },
   async () => {
     const started = Date.now();
     const server = await processes.start(processes.dataDir(), {
+      BOT_TOKEN: sim.token,
+      BOT_API_ROOT: sim.url,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       NODE_EXTRA_CA_CERTS: ca.caFile,
       // A failed attempt is not retried within the test.
@@ -300,8 +353,10 @@ test.runIf(onCitus)(
     expect(bySetUp).toEqual([]);
     const setUpGids = new Set(setUp.map((r) => r.gid));
 
-    // Every customer's day at once, then on until the sweeper has passed once.
+    // Every customer's day at once, the API's then the chat's, then on until the sweeper has
+    // passed once.
     await Promise.all(customers.map((c) => merchantDay(server, c)));
+    await Promise.all(customers.map((c) => ownerDay(c)));
     const left = PAST_ONE_SWEEP_MS - (Date.now() - started);
     if (left > 0) await new Promise((r) => setTimeout(r, left));
 

@@ -68,17 +68,21 @@ export async function closeTemplate(base: string, workers: Node[], name: string)
 }
 
 /**
- * Runs `sql` (create or drop database …) on every node, the coordinator last when dropping. A
- * database a retried create already made on a node is left as it is.
+ * Runs `sql` (create or drop database …) on every node: the workers at once, the coordinator with
+ * them when creating and after them when dropping. A database a retried create already made on a
+ * node is left as it is.
  */
 export async function onEveryNode(base: string, workers: Node[], sql: string): Promise<void> {
   const maintenance = new URL(base).pathname.slice(1);
-  const nodes = [coordinatorOf(base), ...workers];
-  if (/^\s*drop/i.test(sql)) nodes.reverse();
-  for (const node of nodes)
-    await onNode(base, node, maintenance, (c) =>
+  const run = (node: Node) =>
+    onNode(base, node, maintenance, (c) =>
       c.query(sql).catch((err: { code?: string }) => {
         if (err.code !== '42P04') throw err;
       }),
     );
+  const coordinator = coordinatorOf(base);
+  if (/^\s*drop/i.test(sql)) {
+    await Promise.all(workers.map(run));
+    await run(coordinator);
+  } else await Promise.all([coordinator, ...workers].map(run));
 }

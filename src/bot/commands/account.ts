@@ -70,7 +70,7 @@ async function mode(c: BotContext & { match: string }) {
       await c.reply(badInput(`mode must be live or test (now: ${person.mode})`, '/mode test'));
     return;
   }
-  if ((await actOnce(c, 'mode', (tx) => setBotUserMode(tx, person.id, mode))) === null) return;
+  if ((await actOnce(c, 'mode', (tx) => setBotUserMode(tx, person, mode))) === null) return;
   await c.reply(
     inMode(
       mode,

@@ -34,7 +34,7 @@ async function alerts(c: BotContext & { match: string }) {
       await c.reply(badInput(`unknown setting "${what.slice(0, 20)}"`, EXAMPLE));
     return;
   }
-  const settings = await actOnce(c, 'alerts', (tx) => setAlertSettings(tx, person.id, change));
+  const settings = await actOnce(c, 'alerts', (tx) => setAlertSettings(tx, person, change));
   if (!settings) return;
   await c.reply(
     [

@@ -87,7 +87,7 @@ async function askRedeem(c: BotContext & { match: string }) {
     { reply_markup: keyboard },
   );
   // A step of its own: the message's id is Telegram's answer to the reply, after the commit.
-  await setConfirmationMessage(c.app.db, asked.id, sent.message_id);
+  await setConfirmationMessage(c.app.db, { id: asked.id, customerId: person.customerId }, sent.message_id);
 }
 
 /** A press of Redeem or Cancel: only the first press of a live confirmation does anything. */

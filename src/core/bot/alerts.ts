@@ -171,10 +171,10 @@ async function webhookFailures(
 }
 
 /** An owner's settings for /alerts. */
-async function alertSettings(q: Queryable, userId: string) {
+async function alertSettings(q: Queryable, owner: { id: string; customerId: number }) {
   const r = await q.query<{ threshold: string | null; off: boolean }>(
-    'select alert_balance_micros as threshold, alerts_off as off from bot_users where id = $1',
-    [userId],
+    'select alert_balance_micros as threshold, alerts_off as off from bot_users where customer_id = $1 and id = $2',
+    [owner.customerId, owner.id],
   );
   const row = r.rows[0];
   return { thresholdMicros: row?.threshold == null ? null : Number(row.threshold), off: row?.off ?? false };
@@ -183,15 +183,20 @@ async function alertSettings(q: Queryable, userId: string) {
 /** /alerts: makes the change asked for (none: only shows them), then the owner's settings as they stand. */
 export async function setAlertSettings(
   q: Queryable,
-  userId: string,
+  owner: { id: string; customerId: number },
   change: { thresholdMicros?: number | null; off?: boolean },
 ): Promise<{ thresholdMicros: number | null; off: boolean }> {
   if (change.thresholdMicros !== undefined)
-    await q.query('update bot_users set alert_balance_micros = $2 where id = $1', [
-      userId,
+    await q.query('update bot_users set alert_balance_micros = $3 where customer_id = $1 and id = $2', [
+      owner.customerId,
+      owner.id,
       change.thresholdMicros,
     ]);
   if (change.off !== undefined)
-    await q.query('update bot_users set alerts_off = $2 where id = $1', [userId, change.off]);
-  return alertSettings(q, userId);
+    await q.query('update bot_users set alerts_off = $3 where customer_id = $1 and id = $2', [
+      owner.customerId,
+      owner.id,
+      change.off,
+    ]);
+  return alertSettings(q, owner);
 }

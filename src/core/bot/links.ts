@@ -205,19 +205,47 @@ export function botUserFrom<T extends BotUser>(row: T): T {
   };
 }
 
-/** The binding of a Telegram user, if any; its last_seen_at moved to now. */
-export async function touchBotUser(q: Queryable, telegramUserId: number, now: Date): Promise<BotUser | null> {
-  const r = await q.query<BotUser>(
-    `update bot_users u set last_seen_at = $2 from customers c
-      where u.telegram_user_id = $1 and u.unbound_at is null and c.id = u.customer_id
-     returning ${BOT_USER_COLUMNS}`,
-    [telegramUserId, now],
+/**
+ * The binding of a Telegram user, if any; its last_seen_at moved to now. The update names the
+ * customer, so on Citus it runs on that customer's worker alone (docs/running/citus.md#the-bot):
+ * `customerId` is the one the caller saw last for this person; without it, or when the person is
+ * no longer bound there, the customer is read first (a read that asks every worker).
+ */
+export async function touchBotUser(
+  q: Queryable,
+  telegramUserId: number,
+  now: Date,
+  customerId?: number,
+): Promise<BotUser | null> {
+  const touch = async (customer: number) => {
+    const r = await q.query<BotUser>(
+      `update bot_users u set last_seen_at = $2 from customers c
+        where u.customer_id = $3 and c.id = $3 and u.telegram_user_id = $1 and u.unbound_at is null
+       returning ${BOT_USER_COLUMNS}`,
+      [telegramUserId, now, customer],
+    );
+    return r.rows[0] ? botUserFrom(r.rows[0]) : null;
+  };
+  const known = customerId === undefined ? null : await touch(customerId);
+  if (known) return known;
+  const bound = await q.query<{ customerId: string }>(
+    'select customer_id as "customerId" from bot_users where telegram_user_id = $1 and unbound_at is null',
+    [telegramUserId],
   );
-  return r.rows[0] ? botUserFrom(r.rows[0]) : null;
+  const customer = bound.rows[0] ? Number(bound.rows[0].customerId) : null;
+  return customer === null ? null : touch(customer);
 }
 
-export async function setBotUserMode(q: Queryable, userId: string, mode: Mode): Promise<void> {
-  await q.query('update bot_users set mode = $2 where id = $1', [userId, mode]);
+export async function setBotUserMode(
+  q: Queryable,
+  person: { id: string; customerId: number },
+  mode: Mode,
+): Promise<void> {
+  await q.query('update bot_users set mode = $3 where customer_id = $1 and id = $2', [
+    person.customerId,
+    person.id,
+    mode,
+  ]);
 }
 
 /** GET /admin/v1/customers/{id}/bot-users: the people bound now. */
@@ -252,10 +280,15 @@ export async function unbindBotUser(
   userId: string,
 ) {
   return deps.db.transaction(async (tx) => {
+    // The binding's customer first, then the change on that customer's worker alone.
+    const owner = await tx.query<{ customerId: string }>(
+      'select customer_id as "customerId" from bot_users where id = $1',
+      [userId],
+    );
     const r = await tx.query<{ customerId: number; telegramUserId: string; chatId: string; role: BotRole }>(
-      `update bot_users set unbound_at = $2 where id = $1 and unbound_at is null
+      `update bot_users set unbound_at = $2 where customer_id = $3 and id = $1 and unbound_at is null
        returning customer_id as "customerId", telegram_user_id as "telegramUserId", chat_id as "chatId", role`,
-      [userId, deps.clock.now()],
+      [userId, deps.clock.now(), owner.rows[0]?.customerId ?? null],
     );
     const row = r.rows[0];
     if (!row) throw new ApiError('not_found', 'unknown or already unbound bot user');

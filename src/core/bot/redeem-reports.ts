@@ -40,37 +40,62 @@ export async function startedRedeems(q: Queryable, limit = 50): Promise<StartedR
 }
 
 /** Moves the reported count forward; false when another process reported it first. */
-export async function markReported(q: Queryable, id: string, from: number, to: number): Promise<boolean> {
+export async function markReported(
+  q: Queryable,
+  redeem: { id: string; customerId: number },
+  from: number,
+  to: number,
+): Promise<boolean> {
   const r = await q.query(
-    `update bot_redeems set reported_done = $3 where id = $1 and state = 'started' and reported_done = $2`,
-    [id, from, to],
+    `update bot_redeems set reported_done = $3
+      where customer_id = $4 and id = $1 and state = 'started' and reported_done = $2`,
+    [redeem.id, from, to, redeem.customerId],
   );
   return r.rowCount > 0;
 }
 
 /** Marks the end reported; false when another process did (so the final message is sent once). */
-export async function markFinished(q: Queryable, id: string, now: Date): Promise<boolean> {
+export async function markFinished(
+  q: Queryable,
+  redeem: { id: string; customerId: number },
+  now: Date,
+): Promise<boolean> {
   const r = await q.query(
-    `update bot_redeems set state = 'finished', finished_at = $2 where id = $1 and state = 'started'`,
-    [id, now],
+    `update bot_redeems set state = 'finished', finished_at = $2 where customer_id = $3 and id = $1 and state = 'started'`,
+    [redeem.id, now, redeem.customerId],
   );
   return r.rowCount > 0;
 }
 
-/** Confirmations nobody pressed within 10 minutes: ended, their codes dropped. Returns them. */
+/**
+ * Confirmations nobody pressed within 10 minutes: ended, their codes dropped. Returns them. Found
+ * with one read, then ended one customer at a time (on Citus each update on that customer's
+ * worker alone, docs/running/citus.md#the-bot); a confirmation pressed in between stays pressed.
+ */
 export async function expireConfirmations(
   q: Queryable,
   now: Date,
 ): Promise<{ id: string; chatId: number; messageId: number | null }[]> {
-  const r = await q.query<{ id: string; chatId: number; messageId: number | null }>(
-    `update bot_redeems set state = 'expired', decided_at = $1, request = null
-      where state = 'confirming' and created_at < $2
-     returning id, chat_id as "chatId", message_id as "messageId"`,
-    [now, new Date(now.getTime() - CONFIRM_TTL_MS)],
+  const cutoff = new Date(now.getTime() - CONFIRM_TTL_MS);
+  const due = await q.query<{ customerId: string; ids: string[] }>(
+    `select customer_id as "customerId", array_agg(id) as ids from bot_redeems
+      where state = 'confirming' and created_at < $1 group by customer_id`,
+    [cutoff],
   );
-  return r.rows.map((x) => ({
-    id: x.id,
-    chatId: Number(x.chatId),
-    messageId: x.messageId === null ? null : Number(x.messageId),
-  }));
+  const ended: { id: string; chatId: number; messageId: number | null }[] = [];
+  for (const { customerId, ids } of due.rows) {
+    const r = await q.query<{ id: string; chatId: number; messageId: number | null }>(
+      `update bot_redeems set state = 'expired', decided_at = $1, request = null
+        where customer_id = $3 and id = any($4::text[]) and state = 'confirming' and created_at < $2
+       returning id, chat_id as "chatId", message_id as "messageId"`,
+      [now, cutoff, customerId, ids],
+    );
+    for (const x of r.rows)
+      ended.push({
+        id: x.id,
+        chatId: Number(x.chatId),
+        messageId: x.messageId === null ? null : Number(x.messageId),
+      });
+  }
+  return ended;
 }

@@ -29,7 +29,7 @@ export async function cancelWaiting(
   tx: Queryable,
   who: { telegramUserId: number; customerId: number; now: Date },
 ): Promise<{ redeems: number; topups: number }> {
-  const redeems = await cancelConfirmations(tx, who.telegramUserId, who.now);
+  const redeems = await cancelConfirmations(tx, who);
   return { redeems, topups: (await cancelPendingTopups(tx, who)).length };
 }
 
@@ -37,11 +37,14 @@ export async function cancelWaiting(
  * The person's confirmations still waiting for a press end (cancelled); returns how many. Their
  * messages keep their buttons, and a press on one answers that it was decided already.
  */
-async function cancelConfirmations(q: Queryable, telegramUserId: number, now: Date): Promise<number> {
+async function cancelConfirmations(
+  q: Queryable,
+  who: { telegramUserId: number; customerId: number; now: Date },
+): Promise<number> {
   const r = await q.query(
     `update bot_redeems set state = 'cancelled', decided_at = $2, request = null
-      where telegram_user_id = $1 and state = 'confirming'`,
-    [telegramUserId, now],
+      where customer_id = $3 and telegram_user_id = $1 and state = 'confirming'`,
+    [who.telegramUserId, who.now, who.customerId],
   );
   return r.rowCount;
 }
@@ -165,8 +168,16 @@ async function createConfirmation(
   return id;
 }
 
-export async function setConfirmationMessage(q: Queryable, id: string, messageId: number): Promise<void> {
-  await q.query('update bot_redeems set message_id = $2 where id = $1', [id, messageId]);
+export async function setConfirmationMessage(
+  q: Queryable,
+  confirmation: { id: string; customerId: number },
+  messageId: number,
+): Promise<void> {
+  await q.query('update bot_redeems set message_id = $3 where customer_id = $1 and id = $2', [
+    confirmation.customerId,
+    confirmation.id,
+    messageId,
+  ]);
 }
 
 interface ConfirmationRow {

@@ -196,8 +196,9 @@ export async function recordPayment(
     entryId,
   ]);
   await tx.query(
-    `update topup_requests set state = 'paid', decided_at = $2, decided_by = $3 where id = $1 and state = 'pending'`,
-    [request.id, now, actor.name],
+    `update topup_requests set state = 'paid', decided_at = $2, decided_by = $3
+      where customer_id = $4 and id = $1 and state = 'pending'`,
+    [request.id, now, actor.name, request.customerId],
   );
   return {
     kind: 'credited',

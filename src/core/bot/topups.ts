@@ -306,14 +306,27 @@ export async function rejectTopup(
   });
 }
 
-/** Pending requests past their 7 days: expired; returned so the person can be told. */
+/**
+ * Pending requests past their 7 days: expired; returned so the person can be told. Found with one
+ * read, then expired one customer at a time (on Citus on that customer's worker alone).
+ */
 export async function expireTopups(q: Queryable, now: Date): Promise<TopupRow[]> {
-  const r = await q.query<TopupRow>(
-    `update topup_requests set state = 'expired', decided_at = $1 where state = 'pending' and expires_at <= $1
-     returning ${COLUMNS}`,
+  const due = await q.query<{ customerId: string; ids: string[] }>(
+    `select customer_id as "customerId", array_agg(id) as ids from topup_requests
+      where state = 'pending' and expires_at <= $1 group by customer_id`,
     [now],
   );
-  return r.rows.map(rowFrom);
+  const expired: TopupRow[] = [];
+  for (const { customerId, ids } of due.rows) {
+    const r = await q.query<TopupRow>(
+      `update topup_requests set state = 'expired', decided_at = $1
+        where customer_id = $2 and id = any($3::text[]) and state = 'pending' and expires_at <= $1
+       returning ${COLUMNS}`,
+      [now, customerId, ids],
+    );
+    expired.push(...r.rows.map(rowFrom));
+  }
+  return expired;
 }
 
 /** The invoice's amount in the currency's smallest unit (two decimals: cents). */
@@ -339,23 +352,30 @@ export async function voidPendingTopups(
 ): Promise<string[]> {
   if (x.customerId === undefined && x.telegramUserId === undefined)
     throw new Error('voidPendingTopups: name the customer, the person or both');
-  const r = await tx.query<{ id: string }>(
-    `update topup_requests set state = 'rejected', decided_at = $1, decided_by = $2, reason = $3
-      where state = 'pending'
-        and ($4::bigint is null or customer_id = $4)
-        and ($5::bigint is null or telegram_user_id = $5)
-        and ($6::bigint is null or customer_id <> $6)
-     returning id`,
-    [
-      now,
-      x.decidedBy,
-      `voided: ${x.why}`,
-      x.customerId ?? null,
-      x.telegramUserId ?? null,
-      x.exceptCustomerId ?? null,
-    ],
-  );
-  return r.rows.map((row) => row.id).sort();
+  const which = `state = 'pending' and ($1::bigint is null or telegram_user_id = $1) and ($2::bigint is null or customer_id <> $2)`;
+  const params = [x.telegramUserId ?? null, x.exceptCustomerId ?? null];
+  // The customers first (a read, on Citus of every worker when the customer is not named), then
+  // each customer's requests voided on that customer's worker alone.
+  const customers =
+    x.customerId !== undefined
+      ? [x.customerId]
+      : (
+          await tx.query<{ customerId: string }>(
+            `select distinct customer_id as "customerId" from topup_requests where ${which}`,
+            params,
+          )
+        ).rows.map((row) => Number(row.customerId));
+  const voided: string[] = [];
+  for (const customerId of customers) {
+    const r = await tx.query<{ id: string }>(
+      `update topup_requests set state = 'rejected', decided_at = $4, decided_by = $5, reason = $6
+        where customer_id = $3 and ${which}
+       returning id`,
+      [...params, customerId, now, x.decidedBy, `voided: ${x.why}`],
+    );
+    voided.push(...r.rows.map((row) => row.id));
+  }
+  return voided.sort();
 }
 
 /** A disabled customer's pending requests, voided in the disable's transaction (its audit details). */
@@ -382,8 +402,8 @@ export async function cancelPendingTopups(
   if (telegramUserId === undefined) {
     if (who.botUserId === undefined) throw new Error('cancelPendingTopups: name the person');
     const r = await q.query<{ telegramUserId: string }>(
-      'select telegram_user_id as "telegramUserId" from bot_users where id = $1',
-      [who.botUserId],
+      'select telegram_user_id as "telegramUserId" from bot_users where customer_id = $2 and id = $1',
+      [who.botUserId, who.customerId],
     );
     if (!r.rows[0]) return [];
     telegramUserId = Number(r.rows[0].telegramUserId);
