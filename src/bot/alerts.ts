@@ -2,7 +2,7 @@
 // owners' chats, and live top-up requests past their 7 days expired with a line to who asked.
 import type { Api } from 'grammy';
 import { alertPass } from '../core/bot/alerts.ts';
-import { expireTopups } from '../core/bot/topups.ts';
+import { expireTopups } from '../core/bot/topup-endings.ts';
 import type { ServerContext } from '../http/context.ts';
 import { errorInfo } from './progress.ts';
 import { usdText } from './replies.ts';

@@ -5,7 +5,7 @@
 // payers. Unbinding, binding elsewhere (or as staff), disabling the customer and /cancel void a
 // pending request. Through the Bot API stand-in and a real database.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { cancelPendingTopups } from '../../src/core/bot/topups.ts';
+import { cancelPendingTopups } from '../../src/core/bot/topup-endings.ts';
 import type { SimMessage, SimUser } from '../../src/dev/bot-api-sim.ts';
 import { listenAdmin, runAdminCli } from '../helpers/admin-cli.ts';
 import { ADMIN_TOKEN, adminCall, createMerchant } from '../helpers/app.ts';

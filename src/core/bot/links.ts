@@ -9,7 +9,7 @@ import { randomBase62 } from '../ids.ts';
 import type { Actor } from '../operators/actor.ts';
 import { recordAudit } from '../operators/audit.ts';
 import type { Mode } from '../vocabulary.ts';
-import { voidPendingTopups } from './topups.ts';
+import { voidPendingTopups } from './topup-endings.ts';
 
 export type BotRole = 'owner' | 'staff';
 export const BOT_ROLES: readonly BotRole[] = ['owner', 'staff'];

@@ -18,7 +18,7 @@ import { categoryUc } from '../stock/catalog.ts';
 import { chooseForUc } from '../stock/chooser.ts';
 import { availableCounts } from '../stock/stock.ts';
 import type { Mode } from '../vocabulary.ts';
-import { cancelPendingTopups } from './topups.ts';
+import { cancelPendingTopups } from './topup-endings.ts';
 
 /**
  * /cancel, in the update's own transaction: everything of the person still waiting ends, their

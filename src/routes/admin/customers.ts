@@ -13,7 +13,7 @@ import {
   setSubscriptionAs,
 } from '../../core/accounts/customer-changes.ts';
 import { customerDetail } from '../../core/admin-views/customer-detail.ts';
-import { voidCustomerTopups } from '../../core/bot/topups.ts';
+import { voidCustomerTopups } from '../../core/bot/topup-endings.ts';
 import type { AppContext } from '../../core/context.ts';
 import { parseUsd } from '../../core/money.ts';
 import { healthOfCustomers } from '../../core/requests/merchant-health.ts';
