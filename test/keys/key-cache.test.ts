@@ -13,7 +13,12 @@ import { redeem, uniqueCode } from '../helpers/redeem.ts';
 let t: TestApp;
 beforeAll(async () => {
   // The request log's timed writes of refusals would land inside the statement counts below.
-  t = await createTestApp({ jobWorker: false, env: { REQUEST_LOG_FLUSH_MS: '3600000' } });
+  // Statements counted below are the test's own: no request-log flush or read-budget settle
+  // (each once a second by default) falls inside a count (a settle once did, in a CI run).
+  t = await createTestApp({
+    jobWorker: false,
+    env: { REQUEST_LOG_FLUSH_MS: '3600000', READ_BUDGET_SETTLE_MS: '3600000' },
+  });
 });
 afterAll(() => t.close());
 

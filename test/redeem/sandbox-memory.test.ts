@@ -13,7 +13,13 @@ import { addStock, me, redeem, uniqueCode, walletInvariants } from '../helpers/r
 let t: TestApp;
 beforeAll(async () => {
   // No job worker: the async jobs below are recorded by hand, two at once.
-  t = await createTestApp({ jobWorker: false, poolMax: 4 });
+  // Statements counted below are the test's own: no request-log flush or read-budget settle
+  // (each once a second by default) falls inside a count.
+  t = await createTestApp({
+    jobWorker: false,
+    poolMax: 4,
+    env: { REQUEST_LOG_FLUSH_MS: '3600000', READ_BUDGET_SETTLE_MS: '3600000' },
+  });
 });
 afterAll(() => t.close());
 
