@@ -5,7 +5,7 @@
 // one table at a time). docs/running/citus.md has the whole move.
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.ts';
-import { distributeTables, hasCitus, shardWorkerCount } from '../db/citus.ts';
+import { distributeFunctions, distributeTables, hasCitus, shardWorkerCount } from '../db/citus.ts';
 import { lockDataDir } from '../db/data-dir-lock.ts';
 import { openDatabase, openPostgres, withoutDeadlines } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
@@ -64,6 +64,7 @@ export async function runDb(
       throw fail('the Citus coordinator has no worker to hold shards: citus_add_node first');
     await migrate(db);
     const done = await distributeTables(db, { concurrently: true });
+    await distributeFunctions(db);
     out(done.length ? `distributed: ${done.join(', ')}` : 'every customer table is already distributed');
   } finally {
     await db.close();

@@ -66,6 +66,19 @@ export const COORDINATOR_TABLES: Readonly<Record<string, string>> = {
   webhook_claim_turns: "each customer's last webhook claim: the claims' turn order, read across customers",
 };
 
+/**
+ * The SQL functions that act for one customer and are distributed by it (Citus's distributed
+ * functions, co-located with customers): called alone (`select f(…)`, outside a transaction
+ * block) the coordinator sends the whole call to the worker that holds the customer, one round
+ * trip, where each of the function's statements runs on that worker's shards. Inside a
+ * transaction block Citus runs the call on the coordinator as before: the callers do that when
+ * the call must write a coordinator table (docs/running/citus.md#distributed-functions).
+ */
+export const DISTRIBUTED_FUNCTIONS: Readonly<Record<string, string>> = {
+  redeem_start: 'p_customer',
+  redeem_record_outcome: 'p_customer',
+};
+
 /** True when the database is a Citus coordinator (the extension is installed in it). */
 export async function hasCitus(db: Queryable): Promise<boolean> {
   const r = await db.query("select 1 from pg_extension where extname = 'citus'");
@@ -213,14 +226,41 @@ const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
  * already holds customers is left as it is and `pending` says so: distributing it copies every
  * row, which `redeem-gateway db distribute` does online, when the operator chooses.
  */
-export async function placeTables(db: Queryable): Promise<{ distributed: string[]; pending: boolean }> {
-  if (!(await hasCitus(db))) return { distributed: [], pending: false };
+export async function placeTables(
+  db: Queryable,
+): Promise<{ distributed: string[]; pending: boolean; sharded: boolean }> {
+  if (!(await hasCitus(db))) return { distributed: [], pending: false, sharded: false };
   const done = await citusTables(db);
-  if ([...CUSTOMER_TABLES, ...Object.keys(REFERENCE_TABLES)].every((t) => done.has(t)))
-    return { distributed: [], pending: false };
-  if (!done.has('customers')) {
-    const some = await db.query('select 1 from customers limit 1');
-    if (some.rows.length > 0) return { distributed: [], pending: true };
+  let distributed: string[] = [];
+  if (![...CUSTOMER_TABLES, ...Object.keys(REFERENCE_TABLES)].every((t) => done.has(t))) {
+    if (!done.has('customers')) {
+      const some = await db.query('select 1 from customers limit 1');
+      if (some.rows.length > 0) return { distributed: [], pending: true, sharded: false };
+    }
+    distributed = await distributeTables(db);
   }
-  return { distributed: await distributeTables(db), pending: false };
+  return { distributed, pending: false, sharded: true };
+}
+
+/**
+ * Makes DISTRIBUTED_FUNCTIONS distributed functions keyed by their customer argument, those
+ * that are not yet. Idempotent; needs the customer tables distributed (placeTables, db
+ * distribute), and its own transaction (Citus refuses it after a write to many shards in the
+ * same one). A function the function files replace later keeps its distribution.
+ */
+export async function distributeFunctions(db: Queryable): Promise<string[]> {
+  const r = await db.query<{ name: string; signature: string }>(
+    `select p.proname as name, p.oid::regprocedure::text as signature
+       from pg_proc p
+       left join pg_dist_object d on d.classid = 'pg_proc'::regclass and d.objid = p.oid
+      where p.pronamespace = 'public'::regnamespace and p.proname = any($1)
+        and d.distribution_argument_index is null`,
+    [Object.keys(DISTRIBUTED_FUNCTIONS)],
+  );
+  for (const f of r.rows)
+    await db.query("select create_distributed_function($1, $2, colocate_with => 'customers')", [
+      f.signature,
+      DISTRIBUTED_FUNCTIONS[f.name],
+    ]);
+  return r.rows.map((f) => f.name);
 }

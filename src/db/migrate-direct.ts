@@ -2,7 +2,7 @@
 // transaction mode, over the process's own database handle otherwise (docs/reference/running.md#postgresql-poolers-and-failover). A
 // migration may build an index on a large table or wait for another process's lock: no deadlines.
 // On a Citus coordinator the customer tables are then distributed (citus.ts).
-import { placeTables } from './citus.ts';
+import { distributeFunctions, placeTables } from './citus.ts';
 import { type Database, openPostgres, withoutDeadlines } from './database.ts';
 import { migrate } from './migrate.ts';
 
@@ -15,11 +15,14 @@ export async function migrateAndPlace(
   warn: (line: string) => void = () => undefined,
 ): Promise<string[]> {
   const applied = await migrate(db);
+  if (db.kind !== 'postgres') return applied;
   // In one transaction: a start that stops half-way leaves no table half-placed.
-  if (db.kind === 'postgres' && (await db.transaction((tx) => placeTables(tx))).pending)
+  const placed = await db.transaction((tx) => placeTables(tx));
+  if (placed.pending)
     warn(
       'the database has the citus extension but its customer tables are not distributed: every row stays on the coordinator until "redeem-gateway db distribute" (docs/running/citus.md)',
     );
+  if (placed.sharded) await distributeFunctions(db);
   return applied;
 }
 

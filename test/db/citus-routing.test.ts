@@ -12,6 +12,7 @@ import { systemClock } from '../../src/core/clock.ts';
 import type { RedeemDeps } from '../../src/core/context.ts';
 import { loadJobCodesJson, loadKeyJob } from '../../src/core/jobs/jobs.ts';
 import { extendLease } from '../../src/core/jobs/states.ts';
+import { recordOutcome } from '../../src/core/redeem/outcome.ts';
 import type { Queryable } from '../../src/db/database.ts';
 
 const workers = inject('citusWorkers');
@@ -50,7 +51,7 @@ async function taskCounts(c: pg.Client, s: { sql: string; params: unknown[] }) {
   await c.query('deallocate all');
   await c.query(`prepare routed as ${s.sql}`);
   const args = s.params
-    .map((v) => c.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)))
+    .map((v) => (v === null ? 'null' : c.escapeLiteral(v instanceof Date ? v.toISOString() : String(v))))
     .join(', ');
   const tasks = async () => {
     const plan = await c.query<{ 'QUERY PLAN': string }>(`explain execute routed(${args})`);
@@ -80,6 +81,58 @@ const statements: [string, (q: Queryable) => Promise<unknown>][] = [
       ),
   ],
 ];
+
+// The two statements of a sync redeem, each a call of a distributed function (src/db/citus.ts
+// DISTRIBUTED_FUNCTIONS): the call is sent whole to the customer's worker. Executed here with a
+// key that does not exist and a job that does not exist, so each changes nothing.
+statements.push(
+  [
+    "a redeem's outcome (redeem_record_outcome)",
+    (q) =>
+      recordOutcome(
+        { db: q, clock: systemClock } as unknown as RedeemDeps,
+        { id: 'job_routing_test', source: 'codes', mode: 'live', customerId: 7, channel: 'api' },
+        { position: 0 },
+        { status: 'activated' },
+        'sending',
+        // The stand-in that takes the statement answers no row.
+      ).catch(() => undefined),
+  ],
+  [
+    "a redeem's phase 1 (redeem_start)",
+    async (q) =>
+      q.query(
+        `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                             $19, $20, $21, $22, $23) as r`,
+        // A re-check of a key that is not there: answered {"kind": "recheck"} before any write.
+        [
+          'key_routing_test',
+          true,
+          false,
+          0,
+          10_000,
+          30,
+          7,
+          'live',
+          new Date(0),
+          'idem',
+          'fp',
+          'job_routing_test',
+          '2026-11-29',
+          'req_routing_test',
+          false,
+          'codes',
+          '5123456789',
+          'ref',
+          'owner',
+          new Date(0),
+          new Date(0),
+          1,
+          '[]',
+        ],
+      ),
+  ],
+);
 
 test.for(statements)('%s runs on one worker', async ([_name, run], ctx) => {
   if (!client) return ctx.skip('DATABASE_URL is not a Citus coordinator');

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, inject, test } from 'vitest';
-import { CUSTOMER_TABLES, placeTables, REFERENCE_TABLES } from '../../src/db/citus.ts';
+import { CUSTOMER_TABLES, DISTRIBUTED_FUNCTIONS, placeTables, REFERENCE_TABLES } from '../../src/db/citus.ts';
 import { type Database, openPostgres } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { makeCitusDatabase, onEveryNode } from '../helpers/citus-nodes.ts';
@@ -63,6 +63,15 @@ async function tableTypes(db: Database): Promise<Map<string, string>> {
   return new Map(r.rows.map((x) => [x.t, x.type]));
 }
 
+/** The functions distributed by an argument (Citus's distributed functions), by name. */
+async function distributedFunctions(db: Database): Promise<string[]> {
+  const r = await db.query<{ name: string }>(
+    `select p.proname as name from pg_dist_object d join pg_proc p on p.oid = d.objid
+      where d.classid = 'pg_proc'::regclass and d.distribution_argument_index is not null order by 1`,
+  );
+  return r.rows.map((x) => x.name);
+}
+
 // About 8 s a table (Citus's fixed cost of an online distribution), 27 tables; in the whole suite
 // on Citus it shares the machine with every other file: 300 s was once not enough there.
 test('db distribute: a populated database is distributed in place while writes go on', {
@@ -82,7 +91,7 @@ test('db distribute: a populated database is distributed in place while writes g
     }
     await db.query(`insert into accounts (customer_id, mode) select unnest($1::bigint[]), 'live'`, [ids]);
     // A start does not distribute a database that holds customers: it says so and serves as it is.
-    expect(await placeTables(db)).toEqual({ distributed: [], pending: true });
+    expect(await placeTables(db)).toEqual({ distributed: [], pending: true, sharded: false });
     expect((await tableTypes(db)).size).toBe(0);
 
     // Writes for one customer after another while the command runs; none may fail.
@@ -122,6 +131,7 @@ test('db distribute: a populated database is distributed in place while writes g
 
     const types = await tableTypes(db);
     expect(CUSTOMER_TABLES.filter((t) => types.get(t) !== 'distributed')).toEqual([]);
+    expect(await distributedFunctions(db)).toEqual(Object.keys(DISTRIBUTED_FUNCTIONS).sort());
     // Every row is still there, each write counted once.
     const sum = await db.query<{ n: string; total: string }>(
       `select count(*)::text as n, sum(balance_micros)::text as total from accounts where customer_id = any($1)`,
@@ -145,7 +155,7 @@ test('a new database is distributed at its first start; one without workers is r
     const placed = await timed('a new database distributed', () => placeTables(db));
     expect(placed.pending).toBe(false);
     expect(placed.distributed).toEqual([...CUSTOMER_TABLES, ...Object.keys(REFERENCE_TABLES)]);
-    expect(await placeTables(db)).toEqual({ distributed: [], pending: false });
+    expect(await placeTables(db)).toEqual({ distributed: [], pending: false, sharded: true });
   } finally {
     await db.close();
   }

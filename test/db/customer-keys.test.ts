@@ -5,7 +5,13 @@
 // kept by the code under a lock, and are tested in test/stock/stock.test.ts and test/bot/bot-links.test.ts.
 // On a Citus coordinator the tables are also distributed, co-located (src/db/citus.ts).
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { COORDINATOR_TABLES, CUSTOMER_TABLES, hasCitus, REFERENCE_TABLES } from '../../src/db/citus.ts';
+import {
+  COORDINATOR_TABLES,
+  CUSTOMER_TABLES,
+  DISTRIBUTED_FUNCTIONS,
+  hasCitus,
+  REFERENCE_TABLES,
+} from '../../src/db/citus.ts';
 import { openTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let t: TestDatabase;
@@ -90,6 +96,25 @@ test('on a Citus coordinator: every customer table distributed by its customer, 
   // What stays on the coordinator is not distributed by accident either.
   expect(Object.keys(COORDINATOR_TABLES).filter((name) => byName.get(name)?.type === 'distributed')).toEqual(
     [],
+  );
+});
+
+test('on a Citus coordinator: the redeem functions are distributed functions keyed by their customer, co-located with customers', async (ctx) => {
+  if (!(await hasCitus(t.db))) return ctx.skip('DATABASE_URL is not a Citus coordinator');
+  const r = await t.db.query<{ name: string; arg: string; colocation: number }>(
+    `select p.proname as name, p.proargnames[d.distribution_argument_index + 1] as arg,
+            d.colocationid as colocation
+       from pg_dist_object d join pg_proc p on p.oid = d.objid
+      where d.classid = 'pg_proc'::regclass and d.distribution_argument_index is not null
+      order by 1`,
+  );
+  const customers = await t.db.query<{ colocation: number }>(
+    `select colocation_id as colocation from citus_tables where table_name = 'customers'::regclass`,
+  );
+  expect(r.rows).toEqual(
+    Object.entries(DISTRIBUTED_FUNCTIONS)
+      .sort()
+      .map(([name, arg]) => ({ name, arg, colocation: customers.rows[0]!.colocation })),
   );
 });
 

@@ -2,6 +2,8 @@
 // memory an activated answer hands back, in one commit (redeem_record_outcome,
 // src/db/functions/redeem.sql); the commit of a job's last outcome also finishes the job. The runs
 // (run.ts) and settling a stopped redeem (settle.ts) both record through it.
+import { shardedByCustomer } from '../../db/citus.ts';
+import type { Queryable } from '../../db/database.ts';
 import { type AccountRow, type AccountState, accountStateFrom } from '../accounts/accounts.ts';
 import type { ActivationMemory } from '../activator.ts';
 import { utcDay } from '../clock.ts';
@@ -89,9 +91,14 @@ export async function recordOutcome(
   const used = columnsOf('code_used', false, job);
   const now = deps.clock.now();
   const sync = finish !== null && 'requestId' in finish ? finish : null;
-  // Rolled back whole to break a lock cycle: run again (the code's state guards it, never twice).
-  const r = await retryOnDeadlock(() =>
-    deps.db.query<{ r: OutcomeRow }>(
+  const eventId = finish !== null && 'eventId' in finish ? finish.eventId : null;
+  // On Citus redeem_record_outcome is a distributed function: called alone, it runs whole on the
+  // customer's worker. The sandbox's memory (across customers) and the work_queue row of an async
+  // job's event are the coordinator's: such a call runs in a transaction block, where Citus runs
+  // it on the coordinator (docs/running/citus.md#distributed-functions).
+  const onCoordinator = (memory !== null || eventId !== null) && (await shardedByCustomer(deps.db));
+  const record = (db: Queryable) =>
+    db.query<{ r: OutcomeRow }>(
       `select redeem_record_outcome($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                                   $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) as r`,
       [
@@ -108,7 +115,7 @@ export async function recordOutcome(
         new Date(now.getTime() + LEASE_MS),
         given.stockState,
         sync !== null,
-        finish !== null && 'eventId' in finish ? finish.eventId : null,
+        eventId,
         INSTANCE_ID,
         job.customerId,
         job.mode,
@@ -125,8 +132,9 @@ export async function recordOutcome(
         memory?.olderHashes?.length ? memory.olderHashes : null,
       ],
       'redeem_record_outcome',
-    ),
-  );
+    );
+  // Rolled back whole to break a lock cycle: run again (the code's state guards it, never twice).
+  const r = await retryOnDeadlock(() => (onCoordinator ? deps.db.transaction(record) : record(deps.db)));
   const recorded = r.rows[0]!.r;
   // Recorded already (by recovery racing a slow process): never billed, nor counted, twice.
   if (!recorded.recorded) return null;

@@ -7,6 +7,7 @@
 // A sync redeem of one code is thus two commits, each one statement calling one SQL function
 // (src/db/functions/). A crash anywhere leaves rows that recovery (recovery.ts) finishes or releases.
 
+import { shardedByCustomer } from '../../db/citus.ts';
 import { isConnectionError, type Queryable } from '../../db/database.ts';
 import { accountStateFrom } from '../accounts/accounts.ts';
 import { billingRefusalError } from '../billing/holds.ts';
@@ -112,15 +113,28 @@ async function startWithCodes(
     category: null,
     uc: null,
   }));
-  const r = await unconfirmed(deps, { customerId: caller.customerId, id: jobId }, () =>
-    deps.db.query<{ r: StartRow }>(
+  // On Citus redeem_start is a distributed function: called alone, it runs whole on the
+  // customer's worker, where the coordinator's tables are not (docs/running/citus.md#distributed-functions).
+  // There the burst slot is taken first, on its own, and an async job (its work_queue row is the
+  // coordinator's) starts in a transaction block, where Citus runs the call on the coordinator.
+  const routed = await shardedByCustomer(deps.db);
+  let burst: BurstSlot | null = null;
+  if (routed && checks?.burst) {
+    burst = await takeBurstSlot(deps.db, checks.keyId, now);
+    // A cached key is authenticated again first: a revoked key's answer is 401, not 429.
+    if (!burst.allowed && checks.recheckKey) return { kind: 'recheck' };
+    if (!burst.allowed)
+      return { kind: 'refused', error: rateLimitedError(burst), answer: { burst, account: null } };
+  }
+  const start = (db: Queryable) =>
+    db.query<{ r: StartRow }>(
       `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
                            $20, $21, $22, $23) as r`,
       [
         ...beginArgs({
           keyId: checks?.keyId ?? null,
           recheckKey: checks?.recheckKey ?? false,
-          burst: checks?.burst ?? false,
+          burst: !routed && (checks?.burst ?? false),
         }),
         jobId,
         day,
@@ -136,9 +150,11 @@ async function startWithCodes(
         jobCodesParam(deps, caller, codes),
       ],
       'redeem_start',
-    ),
+    );
+  const r = await unconfirmed(deps, { customerId: caller.customerId, id: jobId }, () =>
+    routed && req.async ? deps.db.transaction(start) : start(deps.db),
   );
-  return startResult(caller, req, r.rows[0]!.r, now, codes);
+  return startResult(caller, req, r.rows[0]!.r, now, codes, burst);
 }
 
 /** Stock: redeem_begin, the reservation and the chooser, then redeem_create_job, in one transaction. */
