@@ -35,6 +35,7 @@ export const CUSTOMER_TABLES: readonly string[] = [
   'bot_check_usage',
   'bot_alert_states',
   'topup_requests',
+  'key_burst_windows',
 ];
 
 /**
@@ -57,7 +58,8 @@ export const COORDINATOR_TABLES: Readonly<Record<string, string>> = {
   request_log_days: 'per subject (a customer, or the unidentified callers) and day',
   bot_updates: 'the bot as a whole: an update is recorded before its sender is known',
   bot_poll_lease: 'the bot as a whole',
-  burst_windows: 'per subject (a key, a person, an address), not per customer',
+  burst_windows:
+    "per subject (a key's reads, a person, an address), not per customer; a key's redeem window is its customer's (key_burst_windows)",
   sandbox_redemptions: 'the sandbox remembers a code for every customer of the mode',
   topup_payments: "keyed by Telegram's charge id; the payer may be no customer's",
   citus_foreign_keys_set_aside: 'only while db distribute runs (distributeTables)',

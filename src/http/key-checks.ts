@@ -120,7 +120,7 @@ export function installKeyChecks(
       if (!request.auth && request.cachedKey) await identify(request, reply);
       if (!request.burstPending || !request.auth) return;
       request.burstPending = false;
-      const slot = await takeBurstSlot(ctx.db, request.auth!.id, ctx.clock.now());
+      const slot = await takeBurstSlot(ctx.db, request.auth!, ctx.clock.now());
       setRateLimitHeaders(reply, slot);
       if (!slot.allowed) throw rateLimitedError(slot);
     },
@@ -146,13 +146,17 @@ function installBurstLimit(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'c
       // The auth hook answers before this one for a route without a key; a burst-limited route
       // without `auth` would be a wiring mistake, and an unidentified caller has no window.
       if (!key) throw new Error('burstLimit route without an authenticated key');
-      return takeSlot(ctx, key.id, reply);
+      return takeSlot(ctx, key, reply);
     }),
   );
 }
 
-async function takeSlot(ctx: Pick<AppContext, 'db' | 'clock'>, keyId: string, reply: FastifyReply) {
-  const slot = await takeBurstSlot(ctx.db, keyId, ctx.clock.now());
+async function takeSlot(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  key: { id: string; customerId: number },
+  reply: FastifyReply,
+) {
+  const slot = await takeBurstSlot(ctx.db, key, ctx.clock.now());
   setRateLimitHeaders(reply, slot);
   if (!slot.allowed) throw rateLimitedError(slot);
 }
@@ -170,7 +174,7 @@ async function setBurstHeadersUncounted(
   const key = request.auth;
   if (!key) return;
   try {
-    setRateLimitHeaders(reply, await peekBurstSlot(ctx.db, key.id, ctx.clock.now()));
+    setRateLimitHeaders(reply, await peekBurstSlot(ctx.db, key, ctx.clock.now()));
   } catch (err) {
     request.log.warn({ err }, 'could not read the burst window for the RateLimit headers');
   }

@@ -167,7 +167,7 @@ describe('a cached key on POST /v1/redeem', () => {
   const window = async (keyId: string) =>
     (
       await t.ctx.db.query<{ n: number }>(
-        'select coalesce(array_length(hits_ms, 1), 0) as n from burst_windows where key_id = $1',
+        'select coalesce(array_length(hits_ms, 1), 0) as n from key_burst_windows where key_id = $1',
         [keyId],
       )
     ).rows[0]?.n ?? 0;

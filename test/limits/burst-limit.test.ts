@@ -26,9 +26,10 @@ afterAll(() => t.close());
 
 const T0 = Date.parse('2026-11-22T09:00:00.250Z');
 const at = (ms: number) => new Date(T0 + ms);
-const newKeyId = () => `key_burst_${randomUUID()}`;
+// A key as the burst limit knows it: its id and its customer (its window is the customer's row).
+const newKeyId = () => ({ id: `key_burst_${randomUUID()}`, customerId: 1 });
 
-async function takeMany(keyId: string, n: number, ms: number) {
+async function takeMany(keyId: { id: string; customerId: number }, n: number, ms: number) {
   const out = [];
   for (let i = 0; i < n; i++) out.push(await takeBurstSlot(db, keyId, at(ms)));
   return out;
@@ -138,8 +139,8 @@ describe('takeBurstSlot', () => {
     const key = newKeyId();
     for (let ms = 0; ms < 60_000; ms += 250) await takeBurstSlot(db, key, at(ms));
     const r = await db.query<{ n: number }>(
-      'select cardinality(hits_ms) as n from burst_windows where key_id = $1',
-      [key],
+      'select cardinality(hits_ms) as n from key_burst_windows where customer_id = $1 and key_id = $2',
+      [key.customerId, key.id],
     );
     expect(r.rows[0]!.n).toBeLessThanOrEqual(BURST_LIMIT);
     expect(r.rows[0]!.n).toBe(30);
@@ -243,7 +244,7 @@ describe('takeWindowSlot (the tenant limits, read from the slot statement as two
           maxLength: 40,
         }),
         async (arrivals) => {
-          const subject = newKeyId();
+          const subject = newKeyId().id;
           // The subject's log as every take leaves it: the times inside that take's window.
           let counted: number[] = [];
           const stamps = arrivals.sort(([x], [y]) => x - y).map(([t, skew]) => Math.max(0, t + skew));
@@ -340,7 +341,7 @@ describe('burst limit over HTTP', () => {
       'ratelimit-remaining': '30',
       'ratelimit-reset': '0',
     });
-    const rows = await db.query('select 1 from burst_windows where key_id = $1', [reader.keyId]);
+    const rows = await db.query('select 1 from key_burst_windows where key_id = $1', [reader.keyId]);
     expect(rows.rowCount).toBe(0);
   });
 

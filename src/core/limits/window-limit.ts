@@ -2,15 +2,15 @@
 // shared by every server process on it; its first rule is the burst limit (docs/reference/limits.md#redeem-burst-limit),
 // at most 30 accepted requests per API key in any sliding 10-second window.
 //
-// The window is a log of accepted request times kept in one row per counted subject
-// (burst_windows), rewritten by the SQL function burst_take. One upsert decides and records a
-// take: ON CONFLICT DO UPDATE locks the subject's row, so concurrent takes of one subject (from any
-// process or pool) run one after another, each seeing the row the previous one committed. The same
-// statement drops times that left the window, so a row holds at most `limit` times and the work
-// per call is bounded. A single statement is its own transaction: one round trip, and the lock is
-// held only for that statement. Each limit but the burst limit names its bucket with a prefix
-// (`read:`, `webhook:`, `redeliver:`), so the burst windows (keyed by bare key ids, `key_…`) are
-// never shared with them.
+// The window is a log of accepted request times kept in one row per counted subject, rewritten
+// by the SQL function burst_take (burst_windows, each limit's bucket named by a prefix: `read:`,
+// `webhook:`, `redeliver:`, `bot:`), or for the burst limit by key_burst_take (key_burst_windows,
+// a row of the key's customer). One upsert decides and records a take: ON CONFLICT DO UPDATE
+// locks the subject's row, so concurrent takes of one subject (from any process or pool) run one
+// after another, each seeing the row the previous one committed. The same statement drops times
+// that left the window, so a row holds at most `limit` times and the work per call is bounded. A
+// single statement is its own transaction: one round trip, and the lock is held only for that
+// statement.
 import type { Queryable } from '../../db/database.ts';
 import { ApiError } from '../errors.ts';
 
@@ -173,7 +173,9 @@ export interface BurstSlot {
   retryAfterSec?: number;
 }
 
-// The take is the SQL function burst_take (src/db/functions/burst.sql), also run inside a redeem's phase 1.
+// The take is the SQL function key_burst_take (src/db/functions/burst.sql), also run inside a
+// redeem's phase 1; the key's window is a row of its customer's (key_burst_windows), so on Citus
+// it lives on the customer's worker with the key (docs/running/citus.md#distributed-functions).
 // A time counts while it is in (now - window, now]; a time after `now` (another process's clock
 // running ahead) counts too, so clock skew between processes can only make the limit stricter,
 // never let a 31st through.
@@ -183,12 +185,16 @@ export interface BurstSlot {
  * recorded. Run it on the database handle, not inside a longer transaction: the key's row stays
  * locked until the surrounding transaction ends.
  */
-export async function takeBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
+export async function takeBurstSlot(
+  q: Queryable,
+  key: { id: string; customerId: number },
+  now: Date,
+): Promise<BurstSlot> {
   const nowMs = now.getTime();
   const r = await q.query<{ ok: boolean; hits: Array<number | string> }>(
-    'select ok, hits from burst_take($1, $2, $3, $4)',
-    [keyId, nowMs, BURST_WINDOW_MS, BURST_LIMIT],
-    'burst_take',
+    'select ok, hits from key_burst_take($1, $2, $3, $4, $5)',
+    [key.customerId, key.id, nowMs, BURST_WINDOW_MS, BURST_LIMIT],
+    'key_burst_take',
   );
   const row = r.rows[0];
   if (!row) throw new Error('burst limit upsert returned no row');
@@ -197,10 +203,14 @@ export async function takeBurstSlot(q: Queryable, keyId: string, now: Date): Pro
 }
 
 /** The key's window at `now` without taking a slot (for the headers of a refused request). */
-export async function peekBurstSlot(q: Queryable, keyId: string, now: Date): Promise<BurstSlot> {
+export async function peekBurstSlot(
+  q: Queryable,
+  key: { id: string; customerId: number },
+  now: Date,
+): Promise<BurstSlot> {
   const r = await q.query<{ hitsMs: Array<number | string> }>(
-    `select hits_ms as "hitsMs" from burst_windows where key_id = $1`,
-    [keyId],
+    `select hits_ms as "hitsMs" from key_burst_windows where customer_id = $1 and key_id = $2`,
+    [key.customerId, key.id],
   );
   return burstSlotFrom(true, (r.rows[0]?.hitsMs ?? []).map(Number), now.getTime());
 }

@@ -114,18 +114,9 @@ async function startWithCodes(
     uc: null,
   }));
   // On Citus redeem_start is a distributed function: called alone, it runs whole on the
-  // customer's worker, where the coordinator's tables are not (docs/running/citus.md#distributed-functions).
-  // There the burst slot is taken first, on its own, and an async job (its work_queue row is the
-  // coordinator's) starts in a transaction block, where Citus runs the call on the coordinator.
-  const routed = await shardedByCustomer(deps.db);
-  let burst: BurstSlot | null = null;
-  if (routed && checks?.burst) {
-    burst = await takeBurstSlot(deps.db, checks.keyId, now);
-    // A cached key is authenticated again first: a revoked key's answer is 401, not 429.
-    if (!burst.allowed && checks.recheckKey) return { kind: 'recheck' };
-    if (!burst.allowed)
-      return { kind: 'refused', error: rateLimitedError(burst), answer: { burst, account: null } };
-  }
+  // customer's worker (docs/running/citus.md#distributed-functions). An async job's work_queue row
+  // is the coordinator's: it starts in a transaction block, where Citus keeps the call there.
+  const onCoordinator = req.async && (await shardedByCustomer(deps.db));
   const start = (db: Queryable) =>
     db.query<{ r: StartRow }>(
       `select redeem_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
@@ -134,7 +125,7 @@ async function startWithCodes(
         ...beginArgs({
           keyId: checks?.keyId ?? null,
           recheckKey: checks?.recheckKey ?? false,
-          burst: !routed && (checks?.burst ?? false),
+          burst: checks?.burst ?? false,
         }),
         jobId,
         day,
@@ -152,9 +143,9 @@ async function startWithCodes(
       'redeem_start',
     );
   const r = await unconfirmed(deps, { customerId: caller.customerId, id: jobId }, () =>
-    routed && req.async ? deps.db.transaction(start) : start(deps.db),
+    onCoordinator ? deps.db.transaction(start) : start(deps.db),
   );
-  return startResult(caller, req, r.rows[0]!.r, now, codes, burst);
+  return startResult(caller, req, r.rows[0]!.r, now, codes);
 }
 
 /** Stock: redeem_begin, the reservation and the chooser, then redeem_create_job, in one transaction. */
@@ -171,7 +162,7 @@ async function startFromStock(
   if (checks?.recheckKey) return { kind: 'recheck' };
   let burst: BurstSlot | null = null;
   if (checks?.burst) {
-    burst = await takeBurstSlot(deps.db, checks.keyId, now);
+    burst = await takeBurstSlot(deps.db, { id: checks.keyId, customerId: caller.customerId }, now);
     if (!burst.allowed)
       return { kind: 'refused', error: rateLimitedError(burst), answer: { burst, account: null } };
   }

@@ -48,7 +48,7 @@ begin
     end if;
   end if;
   if coalesce(p_burst, false) then
-    v_burst := burst_take(p_key_id, p_now_ms, p_window_ms, p_limit);
+    v_burst := key_burst_take(p_customer, p_key_id, p_now_ms, p_window_ms, p_limit);
     v_hits := v_burst.hits;
     if not v_burst.ok then
       return jsonb_build_object('kind', 'rate_limited', 'hits', v_hits);
