@@ -54,7 +54,9 @@ Load (GET /v1/me and sync redeems, plain PostgreSQL against a coordinator with t
   --warmup=S              seconds of unmeasured load before each run [1]
   --connections=N         concurrent connections [16]
   --pairs=N               runs of each database per scenario, in turn [3]
-  --scenarios=LIST        me,redeem [me,redeem]
+  --scenarios=LIST        me,redeem,redeem-used [me,redeem,redeem-used] (redeem-used: codes the sandbox
+                          answers code_used, whose outcome is not the sandbox's memory: on Citus
+                          both of the redeem's calls then run on the worker)
   --customers=N           customers per database [100]
   --keys-per-customer=N   test keys per customer [4] (30 redeems per key in any 10 s: 400 keys
                           allow 1,200 redeems/s)
@@ -76,7 +78,7 @@ interface Options {
   warmup: number;
   connections: number;
   pairs: number;
-  scenarios: ('me' | 'redeem')[];
+  scenarios: Scenario[];
   customers: number;
   keysPerCustomer: number;
   claimWorkers: number[];
@@ -95,7 +97,7 @@ function parseOptions(): Options | null {
       warmup: { type: 'string', default: '1' },
       connections: { type: 'string', default: '16' },
       pairs: { type: 'string', default: '3' },
-      scenarios: { type: 'string', default: 'me,redeem' },
+      scenarios: { type: 'string', default: 'me,redeem,redeem-used' },
       customers: { type: 'string', default: '100' },
       'keys-per-customer': { type: 'string', default: '4' },
       'claim-workers': { type: 'string', default: '1,2,4' },
@@ -120,7 +122,8 @@ function parseOptions(): Options | null {
   for (const p of parts)
     if (p !== 'load' && p !== 'claims' && p !== 'rebalance') throw new Error(`--parts: unknown "${p}"`);
   const scenarios = list(values.scenarios);
-  for (const s of scenarios) if (s !== 'me' && s !== 'redeem') throw new Error(`--scenarios: unknown "${s}"`);
+  for (const s of scenarios)
+    if (s !== 'me' && s !== 'redeem' && s !== 'redeem-used') throw new Error(`--scenarios: unknown "${s}"`);
   if (!/^postgres(ql)?:\/\//.test(values.postgres)) throw new Error('--postgres must be a postgres:// URL');
   return {
     postgres: values.postgres,
@@ -241,9 +244,10 @@ async function withCluster<T>(o: Options, workers: number, fn: (url: string) => 
 // ---- Part 1: /v1/me and sync redeems, plain PostgreSQL against Citus ----
 
 type Db = 'plain' | 'citus';
+type Scenario = 'me' | 'redeem' | 'redeem-used';
 
 interface LoadRow {
-  scenario: 'me' | 'redeem';
+  scenario: Scenario;
   db: Db;
   pair: number;
   reqPerSec: number;
@@ -258,15 +262,33 @@ interface LoadRow {
   machineCpu: number;
   /** The gateway's own count of statements per request (its /metrics). */
   statements: number;
+  /** On Citus: two-phase commits recorded during the run, its warm-up included. */
+  twoPhase: number | null;
 }
 
 interface Target {
   db: Db;
   gateway: Gateway;
   keys: string[];
+  /** The Citus coordinator, its two-phase-commit recovery paused, for the count of records. */
+  coordinator?: Database;
 }
 
-async function measure(o: Options, scenario: 'me' | 'redeem', t: Target, pair: number): Promise<LoadRow> {
+/**
+ * The two-phase commits sessions recorded on the coordinator (docs/running/citus.md#two-phase-commits;
+ * the gid names the session's pid, Citus's own background workers left out), as the
+ * two-phase-commit test counts them. Recovery is paused, so the count only grows.
+ */
+async function twoPhaseRecords(coordinator: Database): Promise<number> {
+  const r = await coordinator.query<{ n: number }>(
+    `select count(*)::int as n from pg_dist_transaction
+      where split_part(gid, '_', 3)::int not in (
+              select pid from pg_stat_activity where backend_type <> 'client backend')`,
+  );
+  return r.rows[0]!.n;
+}
+
+async function measure(o: Options, scenario: Scenario, t: Target, pair: number): Promise<LoadRow> {
   const reasons = new Map<string, number>();
   const onResponse = (status: number, body: string) => {
     if (status < 300) return;
@@ -275,11 +297,14 @@ async function measure(o: Options, scenario: 'me' | 'redeem', t: Target, pair: n
   };
   let turn = 0;
   const nextKey = () => t.keys[turn++ % t.keys.length]!;
-  const requests = (scenario === 'me' ? meRequests(nextKey) : redeemRequests(nextKey)).map((r) => ({
+  const requests = (
+    scenario === 'me' ? meRequests(nextKey) : redeemRequests(nextKey, { used: scenario === 'redeem-used' })
+  ).map((r) => ({
     ...r,
     onResponse,
   }));
   const base = { url: t.gateway.publicUrl, connections: o.connections, requests };
+  const twoPhase0 = t.coordinator ? await twoPhaseRecords(t.coordinator) : null;
   if (o.warmup > 0) await autocannon({ ...base, duration: o.warmup });
   reasons.clear();
   const admin = { url: t.gateway.adminUrl, token: t.gateway.adminToken };
@@ -290,6 +315,8 @@ async function measure(o: Options, scenario: 'me' | 'redeem', t: Target, pair: n
   const cpu1 = processCpuSeconds(t.gateway.child.pid);
   const machine1 = machineCpu();
   const seam1 = await seamCounts(admin);
+  const twoPhase =
+    t.coordinator && twoPhase0 !== null ? (await twoPhaseRecords(t.coordinator)) - twoPhase0 : null;
   const total = Math.max(1, r.requests.total ?? 0);
   const row: LoadRow = {
     scenario,
@@ -305,6 +332,7 @@ async function measure(o: Options, scenario: 'me' | 'redeem', t: Target, pair: n
     machineCpu: (100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total),
     // Less the second scrape's own statement.
     statements: (seam1.statements - seam0.statements - 1) / total,
+    twoPhase,
   };
   process.stderr.write(
     `  ${scenario} on ${t.db} (pair ${pair + 1}): ${row.reqPerSec.toFixed(0)} req/s, p50 ${row.p50} ms, ` +
@@ -345,11 +373,23 @@ async function loadPart(o: Options): Promise<LoadRow[]> {
     withCluster(o, 2, (citusUrl) =>
       withGateway(o, 'plain', plainUrl, (plain) =>
         withGateway(o, 'citus', citusUrl, async (citus) => {
-          const rows: LoadRow[] = [];
-          for (const scenario of o.scenarios)
-            for (let pair = 0; pair < o.pairs; pair++)
-              rows.push(await measure(o, scenario, plain, pair), await measure(o, scenario, citus, pair));
-          return rows;
+          // Recovery paused on this throwaway cluster, so pg_dist_transaction counts every
+          // two-phase commit of the load (the two-phase-commit test does the same).
+          const coordinator = await openPostgres(citusUrl, { max: 1 });
+          try {
+            await coordinator.query('alter system set citus.recover_2pc_interval = -1');
+            await coordinator.query('select pg_reload_conf()');
+            const rows: LoadRow[] = [];
+            for (const scenario of o.scenarios)
+              for (let pair = 0; pair < o.pairs; pair++)
+                rows.push(
+                  await measure(o, scenario, plain, pair),
+                  await measure(o, scenario, { ...citus, coordinator }, pair),
+                );
+            return rows;
+          } finally {
+            await coordinator.close();
+          }
         }),
       ),
     ),
@@ -383,6 +423,7 @@ function loadReport(o: Options, rows: LoadRow[]): string[] {
         'gateway CPU ms/req',
         'machine CPU',
         'statements/req',
+        '2PC records',
       ],
       rows.map((r) => [
         r.scenario,
@@ -395,6 +436,7 @@ function loadReport(o: Options, rows: LoadRow[]): string[] {
         r.gatewayCpuMs.toFixed(2),
         `${r.machineCpu.toFixed(0)}%`,
         r.statements.toFixed(2),
+        r.twoPhase === null ? '' : String(r.twoPhase),
       ]),
     ),
     '',

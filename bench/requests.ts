@@ -18,9 +18,13 @@ export function meRequests(nextKey: () => string): autocannon.Request[] {
  * A sync one-code POST /v1/redeem, each request with the next key, its own Idempotency-Key and
  * its own code. Unique per run and per request: the sandbox answers code_used for a code
  * activated before, and an Idempotency-Key seen before would replay. Digits only after "BENCH",
- * so no code can spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW).
+ * so no code can spell one of the sandbox's trigger words (USED, INVALID, FAIL, TIMEOUT, SLOW),
+ * unless `used`: then each code ends in USED, which the sandbox answers code_used without its
+ * memory of activated codes (a 422; on Citus the outcome then commits on the customer's worker
+ * alone, as every outcome of the http activator does: docs/running/citus.md#distributed-functions).
  */
-export function redeemRequests(nextKey: () => string): autocannon.Request[] {
+export function redeemRequests(nextKey: () => string, opts: { used?: boolean } = {}): autocannon.Request[] {
+  const suffix = opts.used ? 'USED' : '';
   const runTag = `${Date.now()}${randomBytes(2).readUInt16BE()}`;
   let sequence = 0;
   return [
@@ -36,7 +40,7 @@ export function redeemRequests(nextKey: () => string): autocannon.Request[] {
             'idempotency-key': `bench-${runTag}-${n}`,
             'content-type': 'application/json',
           },
-          body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}`] }),
+          body: JSON.stringify({ player_id: '5123456789', codes: [`BENCH${runTag}${n}${suffix}`] }),
         };
       },
     },

@@ -91,7 +91,15 @@ statements.push(
     (q) =>
       recordOutcome(
         { db: q, clock: systemClock } as unknown as RedeemDeps,
-        { id: 'job_routing_test', source: 'codes', mode: 'live', customerId: 7, channel: 'api' },
+        // A sync job whose hold charges no wallet: no ledger row, so the call goes to the worker.
+        {
+          id: 'job_routing_test',
+          source: 'codes',
+          mode: 'live',
+          customerId: 7,
+          channel: 'api',
+          walletCharges: 0,
+        },
         { position: 0 },
         { status: 'activated' },
         'sending',

@@ -79,7 +79,7 @@ function columnsOf(status: ActivationStatus, unknown: boolean, job: Pick<JobRow,
  */
 export async function recordOutcome(
   deps: Pick<RedeemDeps, 'db' | 'clock' | 'metrics'>,
-  job: Pick<JobRow, 'id' | 'source' | 'mode' | 'customerId' | 'channel'>,
+  job: Pick<JobRow, 'id' | 'source' | 'mode' | 'customerId' | 'channel'> & { walletCharges?: number },
   row: Pick<JobCodeRow, 'position'>,
   outcome: Outcome,
   fromState: 'pending' | 'sending',
@@ -93,10 +93,13 @@ export async function recordOutcome(
   const sync = finish !== null && 'requestId' in finish ? finish : null;
   const eventId = finish !== null && 'eventId' in finish ? finish.eventId : null;
   // On Citus redeem_record_outcome is a distributed function: called alone, it runs whole on the
-  // customer's worker. The sandbox's memory (across customers) and the work_queue row of an async
-  // job's event are the coordinator's: such a call runs in a transaction block, where Citus runs
-  // it on the coordinator (docs/running/citus.md#distributed-functions).
-  const onCoordinator = (memory !== null || eventId !== null) && (await shardedByCustomer(deps.db));
+  // customer's worker (docs/running/citus.md#distributed-functions). It runs in a transaction
+  // block instead, where Citus keeps it on the coordinator, when it writes a coordinator table
+  // (the sandbox's memory, across customers; an async job's event's work_queue row) or may charge
+  // the wallet: a ledger row's id comes from the coordinator's sequence there, in the order of the
+  // account's lock (a worker's sequence numbers from a range of its own).
+  const onCoordinator =
+    (memory !== null || eventId !== null || job.walletCharges !== 0) && (await shardedByCustomer(deps.db));
   const record = (db: Queryable) =>
     db.query<{ r: OutcomeRow }>(
       `select redeem_record_outcome($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,

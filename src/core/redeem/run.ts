@@ -38,7 +38,10 @@ export interface CodeToRun {
 export type RunningJob = Pick<
   JobRow,
   'id' | 'customerId' | 'mode' | 'playerId' | 'source' | 'isAsync' | 'leaseExpiresAt' | 'channel'
->;
+> & {
+  /** Known from phase 1: how many outcomes may charge the wallet (recordOutcome's routing on Citus). */
+  walletCharges?: number;
+};
 
 /**
  * Runs every pending code of a job (the job worker). Returns how many requests this run billed,

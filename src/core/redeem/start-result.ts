@@ -57,5 +57,7 @@ export type StartRow =
       sending: number[];
       hits?: number[] | null;
       account?: AccountRow;
+      /** How many of its outcomes may charge the wallet (a ledger row each); absent for a bot redeem. */
+      wallet_charges?: number;
     }
   | (BillingRefusal & { kind?: undefined; hits?: number[] | null; account?: AccountRow });

@@ -285,6 +285,7 @@ function startResult(
         isAsync: req.async,
         leaseExpiresAt: req.async ? null : new Date(now.getTime() + LEASE_MS),
         channel: 'api',
+        walletCharges: row.wallet_charges,
       };
       return { kind: 'started', jobId: row.job_id, job, todo, answer };
     }

@@ -195,8 +195,13 @@ begin
         response_status = excluded.response_status, response_request_id = excluded.response_request_id,
         created_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.created_at else idempotency_keys.created_at end,
         expires_at = case when idempotency_keys.expires_at <= excluded.created_at then excluded.expires_at else idempotency_keys.expires_at end;
+  -- wallet_charges: how many of its outcomes may charge the wallet (a ledger row each). On Citus
+  -- such an outcome is recorded on the coordinator, so the ledger's ids stay in commit order
+  -- (docs/running/citus.md#distributed-functions).
   return jsonb_build_object('kind', 'started', 'job_id', v_job, 'todo', to_jsonb(v_todo_positions),
-                            'sending', to_jsonb(v_sending), 'account', v_hold->'account');
+                            'sending', to_jsonb(v_sending), 'account', v_hold->'account',
+                            'wallet_charges', case when (v_hold->>'rate')::bigint > 0
+                                                   then (v_hold->>'wallet')::integer else 0 end);
 end $$;
 
 -- Phase 1 of a redeem of the caller's own codes, in one round trip: redeem_begin, then
