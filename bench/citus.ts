@@ -33,10 +33,12 @@ import { claimJob } from '../src/core/jobs/states.ts';
 import { hasCitus } from '../src/db/citus.ts';
 import { type Database, openPostgres } from '../src/db/database.ts';
 import { migrateAndPlace } from '../src/db/migrate-direct.ts';
+import { type MixedResult, mixedReport, runMixed, twoPhaseRecords } from './citus-mixed.ts';
 import { createFixtures } from './fixtures.ts';
 import { type Gateway, repoRoot, startGateway } from './gateway.ts';
 import { machineCpu, processCpuSeconds } from './processes.ts';
 import { meRequests, notOkReason, redeemRequests, seamCounts } from './requests.ts';
+import { createTestCa, startWebhookReceiver } from './webhook-receiver.ts';
 
 const run = promisify(execFile);
 
@@ -48,7 +50,11 @@ Options (defaults in brackets):
   --postgres=URL          the local server where the plain throwaway databases are made and dropped
                           [postgres://postgres@127.0.0.1:5432/postgres]
   --port=N                the Citus clusters' first port; a cluster of W workers takes N..N+W [9780]
-  --parts=LIST            load,claims,rebalance [load,claims] (rebalance: a worker added under load)
+  --parts=LIST            load,claims,rebalance,mixed [load,claims] (rebalance: a worker added under
+                          load; mixed: --customers merchants' sync and async redeems, webhooks,
+                          redeliveries, reads and statements at once, counting two-phase commits)
+  --mixed-seconds=S       the mixed load's length [30]
+  --mixed-clients=N       the mixed load's requests in flight [8]
 Load (GET /v1/me and sync redeems, plain PostgreSQL against a coordinator with two workers):
   --duration=S            seconds measured per run [5]
   --warmup=S              seconds of unmeasured load before each run [1]
@@ -74,6 +80,9 @@ interface Options {
   load: boolean;
   claims: boolean;
   rebalance: boolean;
+  mixed: boolean;
+  mixedSeconds: number;
+  mixedClients: number;
   duration: number;
   warmup: number;
   connections: number;
@@ -93,6 +102,8 @@ function parseOptions(): Options | null {
       postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
       port: { type: 'string', default: '9780' },
       parts: { type: 'string', default: 'load,claims' },
+      'mixed-seconds': { type: 'string', default: '30' },
+      'mixed-clients': { type: 'string', default: '8' },
       duration: { type: 'string', default: '5' },
       warmup: { type: 'string', default: '1' },
       connections: { type: 'string', default: '16' },
@@ -120,7 +131,7 @@ function parseOptions(): Options | null {
       .filter(Boolean);
   const parts = list(values.parts);
   for (const p of parts)
-    if (p !== 'load' && p !== 'claims' && p !== 'rebalance') throw new Error(`--parts: unknown "${p}"`);
+    if (!['load', 'claims', 'rebalance', 'mixed'].includes(p)) throw new Error(`--parts: unknown "${p}"`);
   const scenarios = list(values.scenarios);
   for (const s of scenarios)
     if (s !== 'me' && s !== 'redeem' && s !== 'redeem-used') throw new Error(`--scenarios: unknown "${s}"`);
@@ -131,6 +142,9 @@ function parseOptions(): Options | null {
     load: parts.includes('load'),
     claims: parts.includes('claims'),
     rebalance: parts.includes('rebalance'),
+    mixed: parts.includes('mixed'),
+    mixedSeconds: int('mixed-seconds', values['mixed-seconds'], 1),
+    mixedClients: int('mixed-clients', values['mixed-clients'], 1),
     duration: int('duration', values.duration, 1),
     warmup: int('warmup', values.warmup, 0),
     connections: int('connections', values.connections, 1),
@@ -272,20 +286,6 @@ interface Target {
   keys: string[];
   /** The Citus coordinator, its two-phase-commit recovery paused, for the count of records. */
   coordinator?: Database;
-}
-
-/**
- * The two-phase commits sessions recorded on the coordinator (docs/running/citus.md#two-phase-commits;
- * the gid names the session's pid, Citus's own background workers left out), as the
- * two-phase-commit test counts them. Recovery is paused, so the count only grows.
- */
-async function twoPhaseRecords(coordinator: Database): Promise<number> {
-  const r = await coordinator.query<{ n: number }>(
-    `select count(*)::int as n from pg_dist_transaction
-      where split_part(gid, '_', 3)::int not in (
-              select pid from pg_stat_activity where backend_type <> 'client backend')`,
-  );
-  return r.rows[0]!.n;
 }
 
 async function measure(o: Options, scenario: Scenario, t: Target, pair: number): Promise<LoadRow> {
@@ -747,6 +747,55 @@ function rebalanceReport(o: Options, r: RebalanceRow): string[] {
   ];
 }
 
+// ---- Part 4: the mixed load of 100 customers and its two-phase commits (citus-mixed.ts) ----
+
+async function mixedPart(o: Options): Promise<MixedResult> {
+  return withCluster(o, 2, async (url) => {
+    const ca = createTestCa();
+    const receiver = await startWebhookReceiver(ca);
+    return using(
+      'the webhook receiver',
+      () => receiver.close(),
+      async () => {
+        const gateway = await startGateway({
+          databaseUrl: url,
+          settings: { NODE_EXTRA_CA_CERTS: ca.caFile, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+        });
+        return using(
+          'the gateway of the mixed load',
+          async () => {
+            await gateway.stop();
+            gateway.remove();
+          },
+          async () => {
+            const keys = await createFixtures({
+              adminUrl: gateway.adminUrl,
+              adminToken: gateway.adminToken,
+              customers: o.customers,
+              keysPerCustomer: 1,
+            });
+            const coordinator = await openPostgres(url, { max: 1 });
+            try {
+              await coordinator.query('alter system set citus.recover_2pc_interval = -1');
+              await coordinator.query('select pg_reload_conf()');
+              return await runMixed({
+                publicUrl: gateway.publicUrl,
+                keys,
+                receiver,
+                coordinator,
+                seconds: o.mixedSeconds,
+                clients: o.mixedClients,
+              });
+            } finally {
+              await coordinator.close();
+            }
+          },
+        );
+      },
+    );
+  });
+}
+
 async function main(): Promise<void> {
   const o = parseOptions();
   if (!o) {
@@ -759,6 +808,7 @@ async function main(): Promise<void> {
   const loadRows = o.load ? await loadPart(o) : [];
   const claimRows = o.claims ? await claimsPart(o) : [];
   const rebalanced = o.rebalance ? await rebalancePart(o) : null;
+  const mixed = o.mixed ? await mixedPart(o) : null;
   const load1 = loadavg();
   const fmt = (l: number[]) => l.map((n) => n.toFixed(2)).join(' ');
   const out = [
@@ -770,6 +820,7 @@ async function main(): Promise<void> {
     ...(o.load ? [...loadReport(o, loadRows), ''] : []),
     ...(o.claims ? [...claimsReport(o, claimRows), ''] : []),
     ...(rebalanced ? [...rebalanceReport(o, rebalanced), ''] : []),
+    ...(mixed ? [...mixedReport(mixed), ''] : []),
   ];
   process.stdout.write(`${out.join('\n')}\n`);
 }
