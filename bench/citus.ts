@@ -14,6 +14,8 @@
 //    one at a time. Beside it, for contrast, a read that asks every worker (repairWorkQueue's).
 // 3. With --parts=rebalance: a worker added to a serving cluster and the shards rebalanced onto it
 //    online while sync redeems run (docs/running/citus.md#adding-a-worker-rebalancing).
+// 4. With --parts=mixed: --customers merchants' sync and async redeems, webhooks, redeliveries,
+//    reads and statements at once on two workers, counting two-phase commits (citus-mixed.ts).
 //
 // Nothing is asserted: benches measure. Every cluster is stopped and every database dropped at
 // the end, also when the run fails or is interrupted.
