@@ -14,6 +14,7 @@ import { createFixtures } from './fixtures.ts';
 import { type Gateway, startGateway } from './gateway.ts';
 import { type JobTiming, readJobTimings } from './job-timings.ts';
 import { machineCpu, processCpuSeconds } from './processes.ts';
+import { api } from './requests.ts';
 import { createTestCa, type Delivery, startWebhookReceiver, type TestCa } from './webhook-receiver.ts';
 
 const HELP = `npm run bench:async -- [options]
@@ -168,32 +169,6 @@ function stats(values: number[]): Stats {
     max: v.at(-1)!,
     mean: v.reduce((a, b) => a + b, 0) / v.length,
   };
-}
-
-async function api(
-  url: string,
-  key: string,
-  method: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
-  const res = await fetch(url, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  let parsed: Record<string, unknown> = {};
-  try {
-    parsed = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    parsed = { unparsed: text.slice(0, 200) };
-  }
-  return { status: res.status, body: parsed, headers: res.headers };
 }
 
 async function runScenario(o: Options, sc: Scenario, ca: TestCa): Promise<Result> {

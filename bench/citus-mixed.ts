@@ -9,6 +9,7 @@
 // in it (test/db/two-phase-commit.test.ts runs the owners' chat with four customers).
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../src/db/database.ts';
+import { api } from './requests.ts';
 import type { WebhookReceiver } from './webhook-receiver.ts';
 
 /**
@@ -71,25 +72,11 @@ function pick(): Kind {
   return MIX[0]![0];
 }
 
-async function call(base: string, key: string, method: string, path: string, body?: unknown) {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
-  if (body !== undefined) {
-    headers['content-type'] = 'application/json';
-    if (path === '/v1/redeem') headers['idempotency-key'] = `mixed-${randomBytes(8).toString('hex')}`;
-  }
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  let parsed: Record<string, unknown> = {};
-  try {
-    parsed = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // A CSV or an empty body: only the status counts.
-  }
-  return { status: res.status, body: parsed };
+/** A request with a key; a redeem gets an Idempotency-Key of its own. */
+function call(base: string, key: string, method: string, path: string, body?: unknown) {
+  const headers: Record<string, string> =
+    path === '/v1/redeem' ? { 'idempotency-key': `mixed-${randomBytes(8).toString('hex')}` } : {};
+  return api(`${base}${path}`, key, method, body, headers);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

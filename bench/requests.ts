@@ -1,5 +1,6 @@
-// The requests the load benches send (autocannon), shared by bench/run.ts and bench/citus.ts, and
-// the gateway's own count of its database statements (its admin /metrics).
+// The requests the load benches send (autocannon), shared by bench/run.ts and bench/citus.ts, one
+// request of the public API as a bench's own client sends it (api), and the gateway's own count of
+// its database statements (its admin /metrics).
 import { randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 
@@ -70,4 +71,31 @@ export function notOkReason(status: number, body: string): string {
     why = 'unparsed body';
   }
   return `${status} ${why}`;
+}
+
+/** One request of the public API with a key: its status, its body as JSON (or its first 200 characters) and headers. */
+export async function api(
+  url: string,
+  key: string,
+  method: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  let parsed: Record<string, unknown> = {};
+  try {
+    parsed = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    parsed = { unparsed: text.slice(0, 200) };
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
 }
