@@ -15,6 +15,7 @@
 // webhooks/fair-claim.ts) and read this table not at all; the SQL keeps it written everywhere.
 import { isWorkerUnreachable } from '../db/connection-errors.ts';
 import type { Queryable } from '../db/database.ts';
+import { readAcrossCustomers } from '../db/reachable-shards.ts';
 import type { Mode } from './vocabulary.ts';
 
 export type WorkKind = 'job' | 'webhook';
@@ -101,7 +102,8 @@ export async function repairWorkQueue(db: Queryable & object, nowMs: number): Pr
   const last = repaired.get(db);
   if (last !== undefined && nowMs - last < REPAIR_EVERY_MS) return;
   repaired.set(db, nowMs);
-  // A worker that does not answer: the repair waits for the next turn (the claims go on without it).
+  // A worker that does not answer: the others' work is found (readAcrossCustomers); should even
+  // that fail, the repair waits for the next turn (the claims go on without it).
   const found = await onReachableWorker(() => workOnEveryWorker(db));
   if (found === UNREACHABLE) return;
   for (const [kind, rows] of found) {
@@ -115,18 +117,25 @@ export async function repairWorkQueue(db: Queryable & object, nowMs: number): Pr
   }
 }
 
-/** The customers with work and its kind, read on every worker. */
+/**
+ * The customers with work and its kind, read on every worker (while one does not answer, on the
+ * others: readAcrossCustomers; the stopped worker's rows are kept, so nothing is lost).
+ */
 async function workOnEveryWorker(db: Queryable) {
-  const jobs = await db.query<{ customerId: number; mode: Mode }>(
-    `select distinct customer_id as "customerId", mode from jobs where status = 'queued'`,
-  );
-  const events = await db.query<{ customerId: number; mode: Mode }>(
-    `select distinct customer_id as "customerId", mode from webhook_events where state = 'pending'
-     union
-     select distinct e.customer_id, e.mode
-       from webhook_redeliveries r join webhook_events e on e.customer_id = r.customer_id and e.id = r.event_id
-      where r.state = 'queued'`,
-  );
+  const jobs = await readAcrossCustomers<{ customerId: number; mode: Mode }>(db, {
+    tables: ['jobs'],
+    sql: `select distinct customer_id as "customerId", mode from jobs where status = 'queued'`,
+    params: [],
+  });
+  const events = await readAcrossCustomers<{ customerId: number; mode: Mode }>(db, {
+    tables: ['webhook_events', 'webhook_redeliveries'],
+    sql: `select distinct customer_id as "customerId", mode from webhook_events where state = 'pending'
+          union
+          select distinct e.customer_id, e.mode
+            from webhook_redeliveries r join webhook_events e on e.customer_id = r.customer_id and e.id = r.event_id
+           where r.state = 'queued'`,
+    params: [],
+  });
   return [
     ['job', jobs.rows],
     ['webhook', events.rows],

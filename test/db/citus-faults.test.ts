@@ -3,7 +3,9 @@
 // worker while its redeems run, and a worker stopped and started again. Live redeems through a real
 // server process against the upstream simulator; the clients retry a 503 with the same
 // Idempotency-Key. Afterwards every request has a final answer, and each merchant's used_today,
-// usage row and wallet equal the codes the simulator activated.
+// usage row and wallet equal the codes the simulator activated. First, in this process: while a
+// worker is stopped, the passes that read every worker (job recovery and the other sweeps) go on
+// for the other worker's merchants.
 //
 // Only on a cluster of its own: stopping a worker stops every database on it. Enabled by
 // CITUS_FAULTS_DIR, the folder `cluster.sh up` made (DATABASE_URL its coordinator):
@@ -14,8 +16,19 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, expect, inject, test } from 'vitest';
+import { expireConfirmations, startedRedeems } from '../../src/core/bot/redeem-reports.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { LEASE_MS } from '../../src/core/instance.ts';
+import { recoverOrphanedJobs } from '../../src/core/jobs/recovery.ts';
+import { claimJob, ownUnrunJobs } from '../../src/core/jobs/states.ts';
+import { redeemJobRunner } from '../../src/core/redeem/job-runner.ts';
+import { sweepOnce } from '../../src/core/sweeper/passes.ts';
+import { expireStaleRedeliveries } from '../../src/core/webhooks/redelivery.ts';
+import { repairWorkQueue } from '../../src/core/work-queue.ts';
 import { isConnectionError } from '../../src/db/connection-errors.ts';
+import { readAcrossCustomers } from '../../src/db/reachable-shards.ts';
 import { createUpstreamSim, type UpstreamSim } from '../../src/dev/upstream-sim.ts';
+import { createMerchant, createTestApp, merchantGet, type Merchant as TestMerchant } from '../helpers/app.ts';
 import {
   accountsAddUp,
   byStatus,
@@ -32,6 +45,7 @@ import {
 } from '../helpers/citus-load.ts';
 import { createTestCa, type Receiver, startReceiver, type TestCa } from '../helpers/https-receiver.ts';
 import { type ServerProcess, serverProcesses } from '../helpers/process.ts';
+import { redeem, uniqueCode } from '../helpers/redeem.ts';
 
 const FAULTS_DIR = process.env.CITUS_FAULTS_DIR ?? '';
 const SIM_KEY = 'citus-faults-sim-key-0123456789abcdef';
@@ -133,6 +147,97 @@ async function merchantsOnEveryWorker(s: ServerProcess, db: pg.Client, perWorker
   }
   return workers.map((w) => ({ worker: w, merchants: on.get(`${w.host}:${w.port}`)! }));
 }
+
+test("a worker stopped: the sweeps that read every worker go on for the other worker's merchants, and find the stopped worker's when it is back", {
+  timeout: 120_000,
+}, async (ctx) => {
+  if (skipReason) return ctx.skip(skipReason);
+  // The file's first test: no server process of its own runs yet, whose job worker would claim
+  // the jobs below. In this process, on the test's clock (started at the real time: a lease it gives runs out for
+  // the server process of the tests above 30 s later, after this test is done with it).
+  const clock = new ManualClock(new Date().toISOString());
+  const t = await createTestApp({ jobWorker: false, clock });
+  const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await db.connect();
+  try {
+    const on = new Map<string, TestMerchant>();
+    for (let i = 0; on.size < workers.length; i++) {
+      if (i >= 40) throw new Error('40 customers and still not one on every worker');
+      const m = await createMerchant(t);
+      const where = await placementOf(db, m.customerId);
+      if (!on.has(`${where.host}:${where.port}`)) on.set(`${where.host}:${where.port}`, m);
+    }
+    const [down, up] = workers.map((w) => on.get(`${w.host}:${w.port}`)!);
+    // An async job each, claimed by this process; then its lease runs out (as if it had died).
+    const jobOf = new Map<number, string>();
+    for (const m of [down!, up!]) {
+      const res = await redeem(t, m.key, { player_id: '5123456789', codes: [uniqueCode('OK')], async: true });
+      expect(res.statusCode, res.body).toBe(202);
+      jobOf.set(m.customerId, (res.json() as { job_id: string }).job_id);
+    }
+    const claimed = [await claimJob(t.ctx), await claimJob(t.ctx)].map((c) => c?.job.id);
+    expect(claimed.sort()).toEqual([...jobOf.values()].sort());
+    clock.advance(LEASE_MS + 1000);
+    // A read of two co-located tables, with parameters of every kind the sweeps pass (an array, a
+    // text with a quote and a percent sign, a time).
+    const read = {
+      tables: ['jobs', 'job_codes'],
+      sql: `select j.customer_id as "customerId", j.id, count(c.position)::int as codes
+              from jobs j join job_codes c on c.customer_id = j.customer_id and c.job_id = j.id
+             where j.customer_id = any($1::bigint[]) and j.status = 'running' and j.created_at <= $2
+               and $3::text = 'it''s 100%'
+             group by 1, 2 order by 1`,
+      params: [[down!.customerId, up!.customerId], clock.now(), "it's 100%"],
+    };
+    const row = (m: TestMerchant) => ({ customerId: m.customerId, id: jobOf.get(m.customerId), codes: 1 });
+    const all = [row(down!), row(up!)].sort((a, b) => a.customerId - b.customerId);
+    expect(await readAcrossCustomers(t.ctx.db, read)).toEqual({ rows: all, partial: false });
+
+    const port = workers[0]!.port;
+    const worker = new pg.Client({ host: workers[0]!.host, port, user: 'postgres', database: 'postgres' });
+    await worker.connect();
+    await worker.query('checkpoint').finally(() => worker.end());
+    stopped.push(port);
+    await clusterNode(script!, 'stop-node', FAULTS_DIR, port);
+    let takenWhileDown: string[];
+    try {
+      // The plain read fails while the worker is down; the read across customers answers with
+      // the other worker's rows.
+      await expect(t.ctx.db.query(read.sql, read.params)).rejects.toThrow(/remote node/);
+      expect(await readAcrossCustomers(t.ctx.db, read)).toEqual({ rows: [row(up!)], partial: true });
+      // Job recovery: the other worker's merchant's job is taken over and settled meanwhile.
+      takenWhileDown = await recoverOrphanedJobs(t.ctx, redeemJobRunner, { all: false });
+      const upJob = await merchantGet(t, `/v1/jobs/${jobOf.get(up!.customerId)}`, up!.key);
+      expect(upJob.json()).toMatchObject({ status: 'interrupted' });
+      // The other passes that read every worker answer too (a pass that failed on the stopped
+      // worker would throw a connection error here): the sweeper's, the bot's progress loop's,
+      // the webhook worker's, the job worker's and the work queue's repair.
+      await sweepOnce(t.ctx);
+      expect(await startedRedeems(t.ctx.db)).toEqual([]);
+      expect(await expireConfirmations(t.ctx.db, clock.now())).toEqual([]);
+      await expireStaleRedeliveries(t.ctx);
+      expect(await ownUnrunJobs(t.ctx, new Set())).toEqual({ ids: [], partial: true });
+      await repairWorkQueue(t.ctx.db, 0);
+    } finally {
+      await clusterNode(script!, 'start-node', FAULTS_DIR, port);
+      stopped.splice(stopped.indexOf(port), 1);
+    }
+    expect(takenWhileDown).toEqual([jobOf.get(up!.customerId)]);
+    // Back: the stopped worker's job is found at a later sweep (retried while the worker starts).
+    let takenAfter: string[] = [];
+    for (const until = Date.now() + 30_000; Date.now() < until; await sleep(500)) {
+      const r = await recoverOrphanedJobs(t.ctx, redeemJobRunner, { all: false }).catch(() => null);
+      if (r) takenAfter = [...takenAfter, ...r];
+      if (takenAfter.length > 0) break;
+    }
+    expect(takenAfter).toEqual([jobOf.get(down!.customerId)]);
+    const downJob = await merchantGet(t, `/v1/jobs/${jobOf.get(down!.customerId)}`, down!.key);
+    expect(downJob.json()).toMatchObject({ status: 'interrupted' });
+  } finally {
+    await db.end();
+    await t.close();
+  }
+});
 
 test("a merchant's shard group moved to the other worker while its redeems run: every answer final, used_today = activated codes", {
   timeout: 300_000,

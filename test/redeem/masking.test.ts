@@ -255,7 +255,7 @@ describe('jobs and webhooks', () => {
     await addStock(t, m.customerId, 'test', '60', codes);
     const jobId = await runAsync(m, { packs: { '60': 2 } }, { finish: false });
     // Its process "died" after recording both outcomes: recovery marks it interrupted.
-    await settleStoppedJob(t.ctx, jobId, 'interrupted');
+    await settleStoppedJob(t.ctx, { id: jobId, customerId: m.customerId }, 'interrupted');
 
     const view = await t.api.inject({ method: 'GET', url: `/v1/jobs/${jobId}`, headers: bearer(m.key) });
     expect(view.json()).toMatchObject({ status: 'interrupted', error: { error_code: 'job_interrupted' } });

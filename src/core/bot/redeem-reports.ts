@@ -3,6 +3,7 @@
 // once across processes (markReported, markFinished), and the confirmations nobody pressed in
 // time. The confirmation and its press are core/bot/redeems.ts.
 import type { Queryable } from '../../db/database.ts';
+import { readAcrossCustomers } from '../../db/reachable-shards.ts';
 import type { Mode } from '../vocabulary.ts';
 import { CONFIRM_TTL_MS, type RedeemSummary } from './redeems.ts';
 
@@ -21,17 +22,21 @@ export interface StartedRedeem {
   done: number;
 }
 
-/** Started bot redeems whose progress or end is not reported yet (oldest first). */
+/**
+ * Started bot redeems whose progress or end is not reported yet (oldest first). Read on every
+ * worker; while one does not answer, the others' (readAcrossCustomers), oldest first per shard.
+ */
 export async function startedRedeems(q: Queryable, limit = 50): Promise<StartedRedeem[]> {
-  const r = await q.query<StartedRedeem>(
-    `select b.id, b.customer_id as "customerId", b.chat_id as "chatId", b.message_id as "messageId", b.mode, b.job_id as "jobId",
+  const r = await readAcrossCustomers<StartedRedeem>(q, {
+    tables: ['bot_redeems', 'jobs', 'job_codes'],
+    sql: `select b.id, b.customer_id as "customerId", b.chat_id as "chatId", b.message_id as "messageId", b.mode, b.job_id as "jobId",
             b.reported_done as "reportedDone", b.summary, j.status as "jobStatus", j.total,
             (select count(*)::int from job_codes c where c.customer_id = j.customer_id and c.job_id = j.id and c.state = 'done') as done
        from bot_redeems b join jobs j on j.customer_id = b.customer_id and j.id = b.job_id
       where b.state = 'started'
       order by b.created_at limit $1`,
-    [limit],
-  );
+    params: [limit],
+  });
   return r.rows.map((row) => ({
     ...row,
     chatId: Number(row.chatId),
@@ -69,7 +74,8 @@ export async function markFinished(
 
 /**
  * Confirmations nobody pressed within 10 minutes: ended, their codes dropped. Returns them. Found
- * with one read, then ended one customer at a time (on Citus each update on that customer's
+ * with one read (while a Citus worker does not answer, on the others: readAcrossCustomers), then
+ * ended one customer at a time (on Citus each update on that customer's
  * worker alone, docs/running/citus.md#the-bot); a confirmation pressed in between stays pressed.
  */
 export async function expireConfirmations(
@@ -77,11 +83,12 @@ export async function expireConfirmations(
   now: Date,
 ): Promise<{ id: string; chatId: number; messageId: number | null }[]> {
   const cutoff = new Date(now.getTime() - CONFIRM_TTL_MS);
-  const due = await q.query<{ customerId: string; ids: string[] }>(
-    `select customer_id as "customerId", array_agg(id) as ids from bot_redeems
-      where state = 'confirming' and created_at < $1 group by customer_id`,
-    [cutoff],
-  );
+  const due = await readAcrossCustomers<{ customerId: number; ids: string[] }>(q, {
+    tables: ['bot_redeems'],
+    sql: `select customer_id as "customerId", array_agg(id) as ids from bot_redeems
+           where state = 'confirming' and created_at < $1 group by customer_id`,
+    params: [cutoff],
+  });
   const ended: { id: string; chatId: number; messageId: number | null }[] = [];
   for (const { customerId, ids } of due.rows) {
     const r = await q.query<{ id: string; chatId: number; messageId: number | null }>(

@@ -13,6 +13,7 @@
 // Each function takes the query handle first, so it runs in the caller's transaction, as before.
 // test/docs/architecture.test.ts fails when a file outside core/jobs/ writes job_codes itself.
 import type { Queryable, QueryResult } from '../../db/database.ts';
+import { readAcrossCustomers } from '../../db/reachable-shards.ts';
 import { byCustomer } from '../by-customer.ts';
 import { INSTANCE_ID } from '../instance.ts';
 import type { Mode } from '../vocabulary.ts';
@@ -78,13 +79,15 @@ export async function claimQuarantinedForCheck(
 ): Promise<ClaimedQuarantined[]> {
   const due = `disposition = 'quarantined' and settled_at is null and not reused
     and ($3 or coalesce(next_check_at, finished_at + $4 * interval '1 millisecond') <= $1)`;
-  // Found by a read without locks (on Citus it asks every worker), then claimed one customer at a
-  // time on that customer's worker, each code again only if still due and not locked.
-  const found = await q.query<{ customerId: number; jobId: string; position: number }>(
-    `select customer_id as "customerId", job_id as "jobId", position from job_codes
-      where ${due} order by finished_at limit $2`,
-    [opts.now, opts.limit, opts.all, opts.firstCheckAfterMs],
-  );
+  // Found by a read without locks (on Citus it asks every worker; while one does not answer, the
+  // others' codes: readAcrossCustomers), then claimed one customer at a time on that customer's
+  // worker, each code again only if still due and not locked.
+  const found = await readAcrossCustomers<{ customerId: number; jobId: string; position: number }>(q, {
+    tables: ['job_codes'],
+    sql: `select customer_id as "customerId", job_id as "jobId", position from job_codes
+           where ${due} order by finished_at limit $2`,
+    params: [opts.now, opts.limit, opts.all, opts.firstCheckAfterMs],
+  });
   const claimed: ClaimedQuarantined[] = [];
   for (const [customerId, codes] of byCustomer(found.rows)) {
     const r = await q.query<ClaimedQuarantined>(

@@ -96,8 +96,20 @@ export async function jobCustomer(q: Queryable, jobId: string): Promise<number |
   return r.rows[0]?.customerId ?? null;
 }
 
-export async function loadJob(q: Queryable, jobId: string): Promise<JobRow | null> {
-  const r = await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId], 'job_by_id');
+/** A job by its id; named by its customer where the caller knows it (see loadJobWithCodes). */
+export async function loadJob(
+  q: Queryable,
+  jobId: string,
+  customerId: number | null = null,
+): Promise<JobRow | null> {
+  const r =
+    customerId === null
+      ? await q.query<JobRow>(`select ${JOB_COLUMNS} from jobs where id = $1`, [jobId], 'job_by_id')
+      : await q.query<JobRow>(
+          `select ${JOB_COLUMNS} from jobs where customer_id = $2 and id = $1`,
+          [jobId, customerId],
+          'job_by_customer_id',
+        );
   return r.rows[0] ?? null;
 }
 
@@ -226,11 +238,23 @@ export async function countUnfinishedJobs(
   return r.rows;
 }
 
-export async function loadJobCodes(q: Queryable, jobId: string): Promise<JobCodeRow[]> {
-  const r = await q.query<JobCodeRow>(
-    `select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`,
-    [jobId],
-    'job_codes_by_job',
-  );
+/** A job's codes; named by its customer where the caller knows it (see loadJobWithCodes). */
+export async function loadJobCodes(
+  q: Queryable,
+  jobId: string,
+  customerId: number | null = null,
+): Promise<JobCodeRow[]> {
+  const r =
+    customerId === null
+      ? await q.query<JobCodeRow>(
+          `select ${CODE_COLUMNS} from job_codes where job_id = $1 order by position`,
+          [jobId],
+          'job_codes_by_job',
+        )
+      : await q.query<JobCodeRow>(
+          `select ${CODE_COLUMNS} from job_codes where customer_id = $2 and job_id = $1 order by position`,
+          [jobId, customerId],
+          'job_codes_by_customer_job',
+        );
   return r.rows;
 }

@@ -18,13 +18,13 @@ export async function recoverOrphanedJobs(
 ): Promise<string[]> {
   const now = deps.clock.now();
   const settled: string[] = [];
-  for (const id of await takeOverOrphanedJobs(deps.db, now, opts)) {
+  for (const job of await takeOverOrphanedJobs(deps.db, now, opts)) {
     try {
-      await runner.settleStopped(deps, id, 'interrupted');
-      settled.push(id);
+      await runner.settleStopped(deps, job, 'interrupted');
+      settled.push(job.id);
     } catch (err) {
       deps.logger.error(
-        { err, jobId: id },
+        { err, jobId: job.id },
         'could not settle an interrupted job; the sweeper will try again',
       );
     }

@@ -34,5 +34,9 @@ export interface JobRunner {
     claimed?: JobWithCodes,
   ): Promise<{ finished: boolean }>;
   /** Settles a job that stopped before finishing: `interrupted` (its process gone) or `failed` (a crash). */
-  settleStopped(deps: RedeemDeps, jobId: string, as: 'interrupted' | 'failed'): Promise<void>;
+  settleStopped(
+    deps: RedeemDeps,
+    job: { id: string; customerId: number | null },
+    as: 'interrupted' | 'failed',
+  ): Promise<void>;
 }

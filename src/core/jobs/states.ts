@@ -17,6 +17,7 @@
 
 import { shardedByCustomer } from '../../db/citus.ts';
 import type { Queryable } from '../../db/database.ts';
+import { readAcrossCustomers } from '../../db/reachable-shards.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
@@ -240,45 +241,55 @@ export async function extendLease(deps: RedeemDeps, job: { id: string; customerI
 
 /**
  * Async jobs this process holds the lease of but does not run: a claim whose answer was lost
- * with its connection (the update committed, the reply never came).
+ * with its connection (the update committed, the reply never came). `partial`: a Citus worker
+ * did not answer, and its jobs are not among them (readAcrossCustomers).
  */
-export async function ownUnrunJobs(deps: RedeemDeps, runningIds: ReadonlySet<string>): Promise<string[]> {
-  const r = await deps.db.query<{ id: string }>(
-    `select id from jobs where status = 'running' and is_async and lease_owner = $1`,
-    [INSTANCE_ID],
-  );
-  return r.rows.map((row) => row.id).filter((id) => !runningIds.has(id));
+export async function ownUnrunJobs(
+  deps: RedeemDeps,
+  runningIds: ReadonlySet<string>,
+): Promise<{ ids: string[]; partial: boolean }> {
+  const r = await readAcrossCustomers<{ id: string }>(deps.db, {
+    tables: ['jobs'],
+    sql: `select id from jobs where status = 'running' and is_async and lease_owner = $1`,
+    params: [INSTANCE_ID],
+  });
+  return { ids: r.rows.map((row) => row.id).filter((id) => !runningIds.has(id)), partial: r.partial };
 }
 
 /**
  * Takes over the running jobs without a live owner (all: every running job); returns their ids.
- * Found by a read (on Citus it asks every worker), then taken over one customer at a time, each
- * job again only if still orphaned: an update naming no customer writes every worker's shard,
+ * Found by a read (on Citus it asks every worker; while one does not answer, the others' jobs:
+ * readAcrossCustomers), then taken over one customer at a time, each job again only if still
+ * orphaned: an update naming no customer writes every worker's shard,
  * a two-phase commit on every sweep (docs/running/citus.md#two-phase-commits).
  */
 export async function takeOverOrphanedJobs(
   db: Queryable,
   now: Date,
   opts: { all: boolean },
-): Promise<string[]> {
+): Promise<{ id: string; customerId: number }[]> {
   const orphaned = `status = 'running' and ($1 or lease_expires_at < $2 or lease_owner is null)`;
-  const found = await db.query<{ customerId: number; id: string }>(
-    `select customer_id as "customerId", id from jobs where ${orphaned}`,
-    [opts.all, now],
-    'job_orphans',
-  );
+  const found = await readAcrossCustomers<{ customerId: number; id: string }>(db, {
+    tables: ['jobs'],
+    sql: `select customer_id as "customerId", id from jobs where ${orphaned}`,
+    params: [opts.all, now],
+    name: 'job_orphans',
+  });
   const byCustomer = new Map<number, string[]>();
   for (const f of found.rows) byCustomer.set(f.customerId, [...(byCustomer.get(f.customerId) ?? []), f.id]);
-  const taken: string[] = [];
+  const taken: { id: string; customerId: number }[] = [];
   for (const [customerId, ids] of byCustomer) {
-    const r = await db.query<{ id: string }>(
-      `update jobs set lease_owner = $3, lease_expires_at = $4
-        where customer_id = $5 and id = any($6::text[]) and ${orphaned}
-        returning id`,
-      [opts.all, now, INSTANCE_ID, new Date(now.getTime() + LEASE_MS), customerId, ids],
-      'job_take_over',
+    // A worker that stopped since the read: its customers' jobs wait for a later sweep.
+    const r = await onReachableWorker(() =>
+      db.query<{ id: string }>(
+        `update jobs set lease_owner = $3, lease_expires_at = $4
+          where customer_id = $5 and id = any($6::text[]) and ${orphaned}
+          returning id`,
+        [opts.all, now, INSTANCE_ID, new Date(now.getTime() + LEASE_MS), customerId, ids],
+        'job_take_over',
+      ),
     );
-    taken.push(...r.rows.map((row) => row.id));
+    if (r !== UNREACHABLE) taken.push(...r.rows.map((row) => ({ id: row.id, customerId })));
   }
   return taken;
 }

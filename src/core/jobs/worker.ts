@@ -72,7 +72,8 @@ export async function runJob(
       return;
     }
     deps.logger.error({ err, jobId }, 'job crashed; marking it failed');
-    await runner.settleStopped(deps, jobId, 'failed');
+    const customerId = opts.customerId ?? claimed?.job.customerId ?? null;
+    await runner.settleStopped(deps, { id: jobId, customerId }, 'failed');
   }
 }
 
@@ -114,11 +115,12 @@ export function startJobWorker(deps: RedeemDeps, runner: JobRunner, opts: JobWor
     logger: deps.logger,
     async pass(signal) {
       if (claimLost) {
-        // Read on every worker: while one does not answer, the claims go on and this waits.
+        // Read on every worker: while one does not answer, those of the others start, and the
+        // stopped worker's are looked for again at the next pass; the claims go on meanwhile.
         const own = await onReachableWorker(() => ownUnrunJobs(deps, new Set(running.keys())));
         if (own !== UNREACHABLE) {
-          for (const jobId of own) start(jobId);
-          claimLost = false;
+          for (const jobId of own.ids) start(jobId);
+          claimLost = own.partial;
         }
       }
       while (!signal.aborted && running.size - away.size < concurrency) {

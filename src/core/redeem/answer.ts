@@ -107,7 +107,7 @@ export async function answerRedeem(
     // The database stayed away (503) or the job was taken over: the run settles what it must.
     if (err instanceof ApiError) return { kind: 'refused', error: err, ...after };
     deps.logger.error({ err, jobId: job.id }, 'redeem failed before finishing');
-    await settleStoppedJob(deps, job.id, 'failed').catch((e: unknown) =>
+    await settleStoppedJob(deps, job, 'failed').catch((e: unknown) =>
       deps.logger.error({ err: e, jobId: job.id }, 'could not settle the failed redeem; the sweeper will'),
     );
     const error =

@@ -13,6 +13,7 @@
 //   resumes from the recorded outcomes;
 // - purge: below, by the sweeper.
 import type { Queryable } from '../../db/database.ts';
+import { readAcrossCustomers } from '../../db/reachable-shards.ts';
 import { byCustomer } from '../by-customer.ts';
 import type { JobRow } from '../jobs/jobs.ts';
 
@@ -32,12 +33,13 @@ export async function releaseKey(
  * only keeps the table small). Bounded per call so one sweep never holds the database long.
  */
 export async function purgeExpiredKeys(db: Queryable, now: Date): Promise<number> {
-  // Found by a read (on Citus it asks every worker), then deleted one customer at a time, on
-  // that customer's worker.
-  const found = await db.query<{ customerId: number; mode: string; key: string }>(
-    'select customer_id as "customerId", mode, key from idempotency_keys where expires_at < $1 limit 1000',
-    [now],
-  );
+  // Found by a read (on Citus it asks every worker; while one does not answer, the others' keys:
+  // readAcrossCustomers), then deleted one customer at a time, on that customer's worker.
+  const found = await readAcrossCustomers<{ customerId: number; mode: string; key: string }>(db, {
+    tables: ['idempotency_keys'],
+    sql: 'select customer_id as "customerId", mode, key from idempotency_keys where expires_at < $1 limit 1000',
+    params: [now],
+  });
   let deleted = 0;
   for (const [customerId, keys] of byCustomer(found.rows)) {
     const r = await db.query(

@@ -167,7 +167,7 @@ async function runCodes(
     // out), the job is settled so a retry with the same key resumes from the recorded outcomes.
     work
       .catch(() => undefined)
-      .then(() => settleStoppedJob(deps, jobId, 'failed'))
+      .then(() => settleStoppedJob(deps, job, 'failed'))
       .catch((e: unknown) =>
         deps.logger.warn({ err: e, jobId }, 'could not settle a stalled redeem; recovery will'),
       );

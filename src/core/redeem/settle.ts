@@ -17,15 +17,20 @@ import { setStockState } from '../stock/stock.ts';
 import { releaseKey } from './idempotency-keys.ts';
 import { recordOutcome } from './outcome.ts';
 
-/** Settles one job that stopped before finishing, as `interrupted` (process gone) or `failed` (crash). */
+/**
+ * Settles one job that stopped before finishing, as `interrupted` (process gone) or `failed`
+ * (crash). Named by its customer where the caller knows it: on Citus every read then goes to that
+ * customer's worker alone, and a stopped worker does not stop the others' recovery.
+ */
 export async function settleStoppedJob(
   deps: RedeemDeps,
-  jobId: string,
+  stopped: { id: string; customerId: number | null },
   as: 'interrupted' | 'failed',
 ): Promise<void> {
-  const job = await loadJob(deps.db, jobId);
+  const jobId = stopped.id;
+  const job = await loadJob(deps.db, jobId, stopped.customerId);
   if (!job || (job.status !== 'running' && job.status !== 'queued')) return;
-  const rows = await loadJobCodes(deps.db, jobId);
+  const rows = await loadJobCodes(deps.db, jobId, job.customerId);
 
   // Codes that were out with the upstream may have been consumed: failed, quarantined and
   // refunded (docs/reference/jobs.md#interrupted-jobs). Settling them by a status check is the quarantine settler's job.
@@ -39,7 +44,7 @@ export async function settleStoppedJob(
       [job.customerId, jobId],
     );
     if (locked.rows[0]?.status !== 'running' && locked.rows[0]?.status !== 'queued') return;
-    const pending = (await loadJobCodes(tx, jobId)).filter((r) => r.state === 'pending');
+    const pending = (await loadJobCodes(tx, jobId, job.customerId)).filter((r) => r.state === 'pending');
     for (const _ of pending) await releaseOne(tx, job.customerId, jobId);
     const stockIds = pending.flatMap((r) => (r.stockId === null ? [] : [r.stockId]));
     await setStockState(tx, job.customerId, stockIds, 'available', deps.clock);
@@ -81,7 +86,7 @@ export async function settleUnconfirmedStart(
       async () => {
         await backToPending(deps.db, job);
         // Nothing when the job was never written (loadJob finds none) or is no longer running.
-        await settleStoppedJob(deps, jobId, 'failed');
+        await settleStoppedJob(deps, job, 'failed');
       },
       retryFor(LEASE_MS - 5000),
     );

@@ -16,6 +16,7 @@
 // batches, and at most `maxBatches` of each per call, so one sweep never holds requests up for
 // long; the next sweep goes on where it stopped.
 import type { Database } from '../../db/database.ts';
+import { readAcrossCustomers } from '../../db/reachable-shards.ts';
 import { byCustomer } from '../by-customer.ts';
 import type { Clock } from '../clock.ts';
 import { forgetCodes } from '../jobs/codes.ts';
@@ -62,10 +63,12 @@ export async function sweepRetention(
   const sweep: RetentionSweep = { jobs: 0, codes: 0, webhookEvents: 0, webhookAttempts: 0, batches: 0 };
 
   for (let i = 0; i < maxBatches; i++) {
-    // Found by a read without locks (on Citus it asks every worker), then each customer's jobs
-    // locked and forgotten in a transaction of their own, on that customer's worker.
-    const found = await db.query<Owned>(
-      `select customer_id as "customerId", id from jobs j
+    // Found by a read without locks (on Citus it asks every worker; while one does not answer,
+    // the others' jobs: readAcrossCustomers), then each customer's jobs locked and forgotten in a
+    // transaction of their own, on that customer's worker.
+    const found = await readAcrossCustomers<Owned>(db, {
+      tables: ['jobs', 'job_codes'],
+      sql: `select customer_id as "customerId", id from jobs j
         where codes_dropped_at is null and finished_at is not null and finished_at < $1
           and status in ('completed', 'failed', 'interrupted')
           and not exists (select 1 from job_codes c
@@ -73,8 +76,8 @@ export async function sweepRetention(
                              and c.settled_at is null and not c.reused)
         order by finished_at
         limit $2`,
-      [cutoff, batch],
-    );
+      params: [cutoff, batch],
+    });
     let n = 0;
     for (const [customerId, rows] of byCustomer(found.rows)) {
       n += await db.transaction(async (tx) => {
@@ -110,13 +113,14 @@ export async function sweepRetention(
   }
 
   for (let i = 0; i < maxBatches; i++) {
-    const found = await db.query<Owned>(
-      `select customer_id as "customerId", id from webhook_events
+    const found = await readAcrossCustomers<Owned>(db, {
+      tables: ['webhook_events'],
+      sql: `select customer_id as "customerId", id from webhook_events
         where created_at < $1 and (locked_until is null or locked_until < $2)
         order by created_at
         limit $3`,
-      [cutoff, now, batch],
-    );
+      params: [cutoff, now, batch],
+    });
     let n = 0;
     for (const [customerId, rows] of byCustomer(found.rows)) {
       n += await db.transaction(async (tx) => {

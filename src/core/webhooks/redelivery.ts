@@ -12,6 +12,7 @@
 // (error `connection`) and not sent again, since the receiver may have got it; the merchant sees
 // that attempt and may ask again. One row per request, so an attempt is never doubled.
 import type { Database, Queryable } from '../../db/database.ts';
+import { readAcrossCustomers } from '../../db/reachable-shards.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
@@ -129,16 +130,17 @@ export async function runDueRedeliveries(
 
 /** Closes, as failed attempts, redeliveries whose sender stopped (their lease ran out). */
 export async function expireStaleRedeliveries(deps: Deps): Promise<void> {
-  // Found by a read (on Citus it asks every worker), then closed one customer at a time, each
-  // again only if still stale: this runs on every pass of the webhook worker, and an update
+  // Found by a read (on Citus it asks every worker; while one does not answer, the others' rows:
+  // readAcrossCustomers), then closed one customer at a time, each again only if still stale: this runs on every pass of the webhook worker, and an update
   // naming no customer writes every worker's shard, a two-phase commit each time
   // (docs/running/citus.md#two-phase-commits).
   const now = deps.clock.now();
-  const stale = await deps.db.query<{ customerId: number; id: string }>(
-    `select customer_id as "customerId", id from webhook_redeliveries where state = 'sending' and locked_until <= $1`,
-    [now],
-    'webhook_redelivery_stale',
-  );
+  const stale = await readAcrossCustomers<{ customerId: number; id: string }>(deps.db, {
+    tables: ['webhook_redeliveries'],
+    sql: `select customer_id as "customerId", id from webhook_redeliveries where state = 'sending' and locked_until <= $1`,
+    params: [now],
+    name: 'webhook_redelivery_stale',
+  });
   const byCustomer = new Map<number, string[]>();
   for (const s of stale.rows) byCustomer.set(s.customerId, [...(byCustomer.get(s.customerId) ?? []), s.id]);
   for (const [customerId, ids] of byCustomer)

@@ -47,7 +47,8 @@ export function startWebhookWorker(deps: Deps, opts: WebhookWorkerOptions = {}):
         await releaseLeases(deps.db);
         leasesReleased = true;
       }
-      // Read on every worker: while one does not answer, this waits for a later pass and the claims go on.
+      // Read on every worker: while one does not answer, the others' (readAcrossCustomers); the
+      // claims go on whatever this finds.
       await onReachableWorker(() => expireStaleRedeliveries(deps));
       const free = concurrency - running.size;
       if (free <= 0) return false;
