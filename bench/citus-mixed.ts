@@ -5,10 +5,13 @@
 // coordinator's two-phase-commit recovery paused. What it counts is the rule of
 // docs/running/citus.md#two-phase-commits (a request for one customer commits on its worker alone):
 // how many two-phase commits the load added to pg_dist_transaction (sessions only, as the
-// two-phase-commit test counts them), apart from the operator's set-up before it. The chat is not
-// in it (test/db/two-phase-commit.test.ts runs the owners' chat with four customers).
+// two-phase-commit test counts them), apart from the operator's set-up before it. With a chat,
+// each customer's owner is linked through the bot and does what owners do in the chat at the same
+// time (citus-chat.ts).
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../src/db/database.ts';
+import type { BotApiSim } from '../src/dev/bot-api-sim.ts';
+import { chatClient, linkOwners } from './citus-chat.ts';
 import { api } from './requests.ts';
 import type { WebhookReceiver } from './webhook-receiver.ts';
 
@@ -37,6 +40,11 @@ export interface MixedResult {
   webhooksReceived: number;
   /** Two-phase commits recorded by the webhook registrations (the set-up's last step). */
   setUpRecords: number;
+  /** Owners linked through the bot (0 without a chat), and the two-phase commits of linking them. */
+  ownersLinked: number;
+  linkRecords: number;
+  /** Conversations in flight during the load (0: no chat). */
+  chatClients: number;
   /** Two-phase commits recorded from the load's start to the last webhook and a sweep after. */
   loadRecords: number;
 }
@@ -93,12 +101,16 @@ export async function runMixed(o: {
   coordinator: Database;
   seconds: number;
   clients: number;
+  /** The owners' chat beside the API load: the Bot API stand-in the gateway's bot talks to. */
+  chat?: { sim: BotApiSim; adminUrl: string; adminToken: string; customerIds: number[]; clients: number };
 }): Promise<MixedResult> {
   const before = await twoPhaseRecords(o.coordinator);
   for (const key of o.keys) {
     const r = await call(o.publicUrl, key, 'POST', '/v1/webhook', { url: o.receiver.url });
     if (r.status !== 200) throw new Error(`POST /v1/webhook: ${r.status} ${JSON.stringify(r.body)}`);
   }
+  const atLink = await twoPhaseRecords(o.coordinator);
+  const owners = o.chat ? await linkOwners(o.chat) : [];
   const atLoad = await twoPhaseRecords(o.coordinator);
   const answers = new Map<string, number>();
   const jobs = new Map<string, string[]>();
@@ -153,7 +165,10 @@ export async function runMixed(o: {
       answers.set(label, (answers.get(label) ?? 0) + 1);
     }
   };
-  await Promise.all(Array.from({ length: o.clients }, client));
+  const chats = Array.from({ length: o.chat?.clients ?? 0 }, () =>
+    chatClient({ sim: o.chat!.sim, free: owners, deadline, answers }),
+  );
+  await Promise.all([...Array.from({ length: o.clients }, client), ...chats]);
   // Every accepted job's event and redelivery delivered, then a sweep (every 10 s) after it.
   const expected = asyncAccepted + redeliveriesAccepted;
   const waitUntil = Date.now() + 120_000;
@@ -168,7 +183,10 @@ export async function runMixed(o: {
     asyncAccepted,
     redeliveriesAccepted,
     webhooksReceived: o.receiver.deliveries.length,
-    setUpRecords: atLoad - before,
+    setUpRecords: atLink - before,
+    ownersLinked: owners.length,
+    linkRecords: atLoad - atLink,
+    chatClients: o.chat?.clients ?? 0,
     loadRecords: after - atLoad,
   };
 }
@@ -177,6 +195,7 @@ export function mixedReport(r: MixedResult): string[] {
   const total = [...r.answers.values()].reduce((a, b) => a + b, 0);
   return [
     `Mixed load: ${r.customers} customers on a coordinator with two workers, ${r.clients} requests in flight ` +
+      (r.chatClients > 0 ? `and ${r.chatClients} owners' conversations in the chat ` : '') +
       `for ${r.seconds} s; two-phase-commit recovery paused`,
     '',
     '| asked | status | answers |',
@@ -190,7 +209,8 @@ export function mixedReport(r: MixedResult): string[] {
     '',
     `${total} answers (${(total / r.seconds).toFixed(0)}/s); ${r.asyncAccepted} async jobs and ` +
       `${r.redeliveriesAccepted} redeliveries accepted, ${r.webhooksReceived} webhooks received`,
-    `two-phase commits recorded: ${r.setUpRecords} by the webhook registrations, ${r.loadRecords} by the load ` +
-      '(from its start to its last webhook and a sweep after)',
+    `two-phase commits recorded: ${r.setUpRecords} by the webhook registrations, ` +
+      (r.chatClients > 0 ? `${r.linkRecords} by linking ${r.ownersLinked} owners through the bot, ` : '') +
+      `${r.loadRecords} by the load (from its start to its last webhook and a sweep after)`,
   ];
 }

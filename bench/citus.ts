@@ -15,7 +15,8 @@
 // 3. With --parts=rebalance: a worker added to a serving cluster and the shards rebalanced onto it
 //    online while sync redeems run (docs/running/citus.md#adding-a-worker-rebalancing).
 // 4. With --parts=mixed: --customers merchants' sync and async redeems, webhooks, redeliveries,
-//    reads and statements at once on two workers, counting two-phase commits (citus-mixed.ts).
+//    reads and statements at once on two workers, with their owners in the chat (the bot talking
+//    to the Bot API stand-in), counting two-phase commits (citus-mixed.ts, citus-chat.ts).
 //
 // Nothing is asserted: benches measure. Every cluster is stopped and every database dropped at
 // the end, also when the run fails or is interrupted.
@@ -35,8 +36,9 @@ import { claimJob } from '../src/core/jobs/states.ts';
 import { hasCitus } from '../src/db/citus.ts';
 import { type Database, openPostgres } from '../src/db/database.ts';
 import { migrateAndPlace } from '../src/db/migrate-direct.ts';
+import { startBotApiSim } from '../src/dev/bot-api-sim.ts';
 import { type MixedResult, mixedReport, runMixed, twoPhaseRecords } from './citus-mixed.ts';
-import { createFixtures } from './fixtures.ts';
+import { createFixtureCustomers, createFixtures } from './fixtures.ts';
 import { type Gateway, repoRoot, startGateway } from './gateway.ts';
 import { machineCpu, processCpuSeconds } from './processes.ts';
 import { meRequests, notOkReason, redeemRequests, seamCounts } from './requests.ts';
@@ -57,6 +59,7 @@ Options (defaults in brackets):
                           redeliveries, reads and statements at once, counting two-phase commits)
   --mixed-seconds=S       the mixed load's length [30]
   --mixed-clients=N       the mixed load's requests in flight [8]
+  --mixed-chats=N         the mixed load's owners' conversations in the chat at once (0: no chat) [2]
 Load (GET /v1/me and sync redeems, plain PostgreSQL against a coordinator with two workers):
   --duration=S            seconds measured per run [5]
   --warmup=S              seconds of unmeasured load before each run [1]
@@ -85,6 +88,7 @@ interface Options {
   mixed: boolean;
   mixedSeconds: number;
   mixedClients: number;
+  mixedChats: number;
   duration: number;
   warmup: number;
   connections: number;
@@ -106,6 +110,7 @@ function parseOptions(): Options | null {
       parts: { type: 'string', default: 'load,claims' },
       'mixed-seconds': { type: 'string', default: '30' },
       'mixed-clients': { type: 'string', default: '8' },
+      'mixed-chats': { type: 'string', default: '2' },
       duration: { type: 'string', default: '5' },
       warmup: { type: 'string', default: '1' },
       connections: { type: 'string', default: '16' },
@@ -147,6 +152,7 @@ function parseOptions(): Options | null {
     mixed: parts.includes('mixed'),
     mixedSeconds: int('mixed-seconds', values['mixed-seconds'], 1),
     mixedClients: int('mixed-clients', values['mixed-clients'], 1),
+    mixedChats: int('mixed-chats', values['mixed-chats'], 0),
     duration: int('duration', values.duration, 1),
     warmup: int('warmup', values.warmup, 0),
     connections: int('connections', values.connections, 1),
@@ -755,13 +761,21 @@ async function mixedPart(o: Options): Promise<MixedResult> {
   return withCluster(o, 2, async (url) => {
     const ca = createTestCa();
     const receiver = await startWebhookReceiver(ca);
+    const sim = await startBotApiSim();
     return using(
-      'the webhook receiver',
-      () => receiver.close(),
+      'the webhook receiver and the Bot API stand-in',
+      async () => {
+        await receiver.close();
+        await sim.close();
+      },
       async () => {
         const gateway = await startGateway({
           databaseUrl: url,
-          settings: { NODE_EXTRA_CA_CERTS: ca.caFile, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+          settings: {
+            NODE_EXTRA_CA_CERTS: ca.caFile,
+            WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+            ...(o.mixedChats > 0 ? { BOT_TOKEN: sim.token, BOT_API_ROOT: sim.url } : {}),
+          },
         });
         return using(
           'the gateway of the mixed load',
@@ -770,12 +784,13 @@ async function mixedPart(o: Options): Promise<MixedResult> {
             gateway.remove();
           },
           async () => {
-            const keys = await createFixtures({
+            const customers = await createFixtureCustomers({
               adminUrl: gateway.adminUrl,
               adminToken: gateway.adminToken,
               customers: o.customers,
               keysPerCustomer: 1,
             });
+            const keys = customers.map((c) => c.keys[0]!);
             const coordinator = await openPostgres(url, { max: 1 });
             try {
               await coordinator.query('alter system set citus.recover_2pc_interval = -1');
@@ -787,6 +802,17 @@ async function mixedPart(o: Options): Promise<MixedResult> {
                 coordinator,
                 seconds: o.mixedSeconds,
                 clients: o.mixedClients,
+                ...(o.mixedChats > 0
+                  ? {
+                      chat: {
+                        sim,
+                        adminUrl: gateway.adminUrl,
+                        adminToken: gateway.adminToken,
+                        customerIds: customers.map((c) => c.customerId),
+                        clients: o.mixedChats,
+                      },
+                    }
+                  : {}),
               });
             } finally {
               await coordinator.close();

@@ -29,7 +29,7 @@ async function admin(
   return JSON.parse(text) as Record<string, unknown>;
 }
 
-async function createCustomerWithKeys(o: FixtureOptions, n: number): Promise<string[]> {
+async function createCustomerWithKeys(o: FixtureOptions, n: number): Promise<FixtureCustomer> {
   const created = await admin(o, 'POST', '/admin/v1/customers', { name: `bench merchant ${n}` }, 201);
   const id = String(created['customer_id']);
   await admin(
@@ -44,22 +44,34 @@ async function createCustomerWithKeys(o: FixtureOptions, n: number): Promise<str
     const issued = await admin(o, 'POST', `/admin/v1/customers/${id}/keys`, { mode: 'test' }, 201);
     keys.push(String(issued['key']));
   }
-  return keys;
+  return { customerId: Number(id), keys };
 }
 
-/** Creates the customers, plans and test keys; returns every key, customers interleaved. */
-export async function createFixtures(o: FixtureOptions): Promise<string[]> {
-  const perCustomer: string[][] = new Array(o.customers);
+/** A fixture customer: its id and its test keys. */
+export interface FixtureCustomer {
+  customerId: number;
+  keys: string[];
+}
+
+/** Creates the customers, plans and test keys; returns each customer with its keys, in order. */
+export async function createFixtureCustomers(o: FixtureOptions): Promise<FixtureCustomer[]> {
+  const customers: FixtureCustomer[] = new Array(o.customers);
   let next = 0;
   const worker = async () => {
     while (next < o.customers) {
       const n = next++;
-      perCustomer[n] = await createCustomerWithKeys(o, n);
+      customers[n] = await createCustomerWithKeys(o, n);
     }
   };
   await Promise.all(Array.from({ length: o.concurrency ?? 8 }, worker));
+  return customers;
+}
+
+/** Creates the customers, plans and test keys; returns every key, customers interleaved. */
+export async function createFixtures(o: FixtureOptions): Promise<string[]> {
+  const perCustomer = await createFixtureCustomers(o);
   // Interleave so consecutive requests go to different customers, as independent merchants would.
   const keys: string[] = [];
-  for (let k = 0; k < o.keysPerCustomer; k++) for (const list of perCustomer) keys.push(list[k]!);
+  for (let k = 0; k < o.keysPerCustomer; k++) for (const c of perCustomer) keys.push(c.keys[k]!);
   return keys;
 }

@@ -79,6 +79,36 @@ export const COORDINATOR_TABLES: Readonly<Record<string, string>> = {
 export const DISTRIBUTED_FUNCTIONS: Readonly<Record<string, string>> = {
   redeem_start: 'p_customer',
   redeem_record_outcome: 'p_customer',
+  redeem_begin: 'p_customer',
+  key_burst_take: 'p_customer',
+  account_lock: 'p_customer',
+  account_row: 'p_customer',
+  account_state: 'p_customer',
+  usage_record: 'p_customer',
+  billing_hold: 'p_customer',
+  billing_release_one: 'p_customer',
+  job_finish_sync_as: 'p_customer',
+  job_finish_sync: 'p_customer',
+  job_codes_scan: 'p_customer',
+  job_codes_json: 'p_customer',
+  stock_set_state: 'p_customer',
+};
+
+/**
+ * The SQL functions with a customer argument that stay on the coordinator, each with its reason:
+ * a call sent whole to a worker must not write a coordinator table, nor take an id from a
+ * sequence whose order matters (a worker numbers a sequence from 2^48 times its group, so a
+ * ledger row written there would sort after every row written on the coordinator).
+ */
+export const COORDINATOR_FUNCTIONS: Readonly<Record<string, string>> = {
+  ledger_append: "writes the wallet ledger, whose ids (a sequence's) order each customer's rows",
+  billing_capture_one: 'captures a charge: a wallet ledger row (ledger_append)',
+  quarantine_settle: 'settles a quarantined code: a wallet ledger row (ledger_append)',
+  redeem_create_job: "an async job's or a bot redeem's phase 1: the job's work_queue row, and wallet charges",
+  job_finish_async: "an async job's end: its event's work_queue row (webhook_event_enqueue)",
+  webhook_event_enqueue: "an event in the outbox: its customer's work_queue row",
+  work_queue_add: 'writes work_queue, a coordinator table',
+  sibling_table: "a trigger's helper: names the shard of a table on the node the trigger runs on",
 };
 
 /** True when the database is a Citus coordinator (the extension is installed in it). */

@@ -47,7 +47,10 @@ export async function readAcrossCustomers<T>(
   }
 }
 
-/** The read run on every shard group; null when no group answered. */
+/**
+ * The read run on every shard group, one command per worker (its groups' reads joined by `union
+ * all`, each in parentheses with its own `order by` and `limit`); null when no worker answered.
+ */
 async function readShardGroups<T>(db: Queryable, read: AcrossCustomers): Promise<T[] | null> {
   // Co-located shards of the tables share their hash range: one group per range, on one worker.
   const placements = await db.query<{
@@ -70,17 +73,22 @@ async function readShardGroups<T>(db: Queryable, read: AcrossCustomers): Promise
     group.shards.set(p.table, p.shard);
     groups.set(key, group);
   }
-  const list = [...groups.values()].filter((g) => g.shards.size === read.tables.length);
+  const byWorker = new Map<string, { host: string; port: number; reads: string[] }>();
+  for (const g of groups.values()) {
+    if (g.shards.size !== read.tables.length) continue;
+    const key = `${g.host}:${g.port}`;
+    const worker = byWorker.get(key) ?? { host: g.host, port: g.port, reads: [] };
+    worker.reads.push(`(${withLiterals(onShards(read.sql, g.shards), read.params)})`);
+    byWorker.set(key, worker);
+  }
+  const list = [...byWorker.values()];
   if (list.length === 0) return null;
   const answers = await db.query<{ success: boolean; result: string }>(
     'select success, result from master_run_on_worker($1::text[], $2::int[], $3::text[], true)',
     [
-      list.map((g) => g.host),
-      list.map((g) => g.port),
-      list.map(
-        (g) =>
-          `select coalesce(json_agg(x), '[]') from (${withLiterals(onShards(read.sql, g.shards), read.params)}) x`,
-      ),
+      list.map((w) => w.host),
+      list.map((w) => w.port),
+      list.map((w) => `select coalesce(json_agg(x), '[]') from (${w.reads.join(' union all ')}) x`),
     ],
   );
   const answered = answers.rows.filter((a) => a.success);

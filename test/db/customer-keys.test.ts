@@ -6,6 +6,7 @@
 // On a Citus coordinator the tables are also distributed, co-located (src/db/citus.ts).
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import {
+  COORDINATOR_FUNCTIONS,
   COORDINATOR_TABLES,
   CUSTOMER_TABLES,
   DISTRIBUTED_FUNCTIONS,
@@ -99,7 +100,21 @@ test('on a Citus coordinator: every customer table distributed by its customer, 
   );
 });
 
-test('on a Citus coordinator: the redeem functions are distributed functions keyed by their customer, co-located with customers', async (ctx) => {
+test('every SQL function with a customer argument is distributed by it or stays on the coordinator, with a reason', async () => {
+  // PGlite hands the argument names back as the array's text.
+  const r = await t.db.query<{ name: string; args: string[] | string }>(
+    `select p.proname as name, p.proargnames as args from pg_proc p
+      where p.pronamespace = current_schema()::regnamespace and p.proargnames is not null order by 1`,
+  );
+  const withCustomer = r.rows
+    .filter((x) => (Array.isArray(x.args) ? x.args : parseArray(x.args)).includes('p_customer'))
+    .map((x) => x.name);
+  const listed = [...Object.keys(DISTRIBUTED_FUNCTIONS), ...Object.keys(COORDINATOR_FUNCTIONS)].sort();
+  expect([...new Set(withCustomer)].sort()).toEqual(listed);
+  expect(Object.values(DISTRIBUTED_FUNCTIONS).filter((arg) => arg !== 'p_customer')).toEqual([]);
+});
+
+test('on a Citus coordinator: the functions that act for one customer are distributed functions keyed by it, co-located with customers', async (ctx) => {
   if (!(await hasCitus(t.db))) return ctx.skip('DATABASE_URL is not a Citus coordinator');
   const r = await t.db.query<{ name: string; arg: string; colocation: number }>(
     `select p.proname as name, p.proargnames[d.distribution_argument_index + 1] as arg,

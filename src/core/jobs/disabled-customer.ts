@@ -36,7 +36,7 @@ export async function settleDisabledCustomerJob(
     );
     const job = r.rows[0];
     if (!job?.disabled || (job.status !== 'running' && job.status !== 'queued')) return false;
-    const codes = await loadJobCodes(tx, jobId);
+    const codes = await loadJobCodes(tx, jobId, customerId);
     if (codes.some((c) => c.state === 'sending')) return false;
     const pending = codes.filter((c) => c.state === 'pending');
     for (const _ of pending) await releaseOne(tx, customerId, jobId);

@@ -87,7 +87,7 @@ export async function answerRedeem(
     if (run.finished) {
       ({ status, codes: rows, account: after.account } = run.finished);
     } else {
-      rows = await loadJobCodes(deps.db, job.id);
+      rows = await loadJobCodes(deps.db, job.id, job.customerId);
       status = await finishSyncJob(deps, caller, job.id, input.requestId);
     }
     const view = { ...job, reference: input.request.reference };

@@ -177,7 +177,7 @@ async function startFromStock(
           )
         ).rows[0]!.r;
         if (begun.kind !== 'new') return startResult(caller, req, begun, now, [], burst);
-        const previous = begun.previous ? await loadJob(tx, begun.previous) : null;
+        const previous = begun.previous ? await loadJob(tx, begun.previous, caller.customerId) : null;
         // Step 11: the codes still to attempt, and stock for them.
         const todo = await codesToAttempt(tx, deps, caller, req, jobId, previous);
         if (!todo)
@@ -340,7 +340,9 @@ async function codesToAttempt(
   let draw: { packs: { category: string; count: number }[] } | { uc: number } = req;
   let positions: number[] | undefined;
   if (previous) {
-    const pending = (await loadJobCodes(tx, previous.id)).filter((r) => r.state !== 'done');
+    const pending = (await loadJobCodes(tx, previous.id, previous.customerId)).filter(
+      (r) => r.state !== 'done',
+    );
     if (pending.length === 0) return [];
     const packs: { category: string; count: number }[] = [];
     for (const r of pending) {
