@@ -15,11 +15,15 @@ export interface ChatOwner {
 const REPLY_MS = 30_000;
 const PLAYER = '5123456789';
 
-/** The bot's next message to the person after they say `text`. */
+/** The bot's messages that answer the person (an alert comes by itself, between any two). */
+const replies = (sim: BotApiSim, who: SimUser) =>
+  sim.botMessages(who.id).filter((m) => !m.text?.includes('\nAlert: '));
+
+/** The bot's next reply to the person after they say `text`. */
 async function say(sim: BotApiSim, who: SimUser, text: string): Promise<SimMessage> {
-  const before = sim.botMessages(who.id).length;
+  const before = replies(sim, who).length;
   await sim.sendText(who, text);
-  return sim.waitFor(() => sim.botMessages(who.id)[before], REPLY_MS);
+  return sim.waitFor(() => replies(sim, who)[before], REPLY_MS);
 }
 
 async function adminPost(adminUrl: string, adminToken: string, path: string, body: unknown) {

@@ -168,11 +168,17 @@ async function newCustomer(server: ServerProcess, n: number): Promise<Customer> 
   return { id, key, worker: await workerOf(id), receiver, owner };
 }
 
-/** Sends text as the person and waits for the bot's next message in their chat. */
+/**
+ * The bot's messages in the person's chat that answer them: an alert (the balance threshold the
+ * owner sets below) comes by itself, whenever the alert loop's pass finds it, between any two replies.
+ */
+const replies = (who: SimUser) => sim.botMessages(who.id).filter((m) => !m.text?.includes('\nAlert: '));
+
+/** Sends text as the person and waits for the bot's next reply in their chat. */
 async function say(who: SimUser, text: string): Promise<SimMessage> {
-  const before = sim.botMessages(who.id).length;
+  const before = replies(who).length;
   await sim.sendText(who, text);
-  return sim.waitFor(() => sim.botMessages(who.id)[before], 20_000);
+  return sim.waitFor(() => replies(who)[before], 20_000);
 }
 
 /** What the customer's owner does in the chat (docs/reference/bot.md#commands), in test mode. */

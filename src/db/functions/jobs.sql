@@ -38,10 +38,14 @@ create or replace function job_finish_sync(p_job text, p_now timestamptz, p_owne
                                            p_request_id text) returns integer
 language plpgsql as $$
 begin
+  -- A statement of its own, not a subquery in the call's arguments: on Citus this call may run
+  -- whole on the customer's worker, which runs a plain query of the customer's shard there, and
+  -- refuses one it would plan as a distributed query ("cannot execute a distributed query from a
+  -- query on a shard").
+  perform 1 from job_codes where customer_id = p_customer and job_id = p_job
+                              and state = 'done' and status = 'activated' limit 1;
   return job_finish_sync_as(p_job, p_now, p_owner, p_customer, p_mode, p_request_id,
-    case when exists (select 1 from job_codes where customer_id = p_customer and job_id = p_job
-                                 and state = 'done' and status = 'activated')
-         then 200 else 422 end);
+    case when found then 200 else 422 end);
 end $$;
 
 -- Finishes an async job still run by p_owner: completed, and its redeem.completed event in the
