@@ -5,9 +5,10 @@
 // For the periodic passes that read across customers and then act per customer (job recovery,
 // the quarantine check, the bot's progress reports and expired confirmations, …) that would stop
 // every customer's pass for one worker's sake. So when the read fails because a worker did not
-// answer, it is made again one shard group at a time, with Citus's own `master_run_on_worker`
-// (what `run_command_on_shards` runs on), which answers per command instead of failing whole: the
-// rows of the workers that answer come back, those of the stopped worker wait for a later pass.
+// answer, it is made again on each shard group by itself (the groups of one worker joined in one
+// command), with Citus's own `master_run_on_worker` (what `run_command_on_shards` runs on), which
+// answers per command instead of failing whole: the rows of the workers that answer come back,
+// those of the stopped worker wait for a later pass.
 //
 // Without Citus, or when every worker answers, the read is the plain statement.
 import { escapeLiteral } from 'pg';

@@ -424,7 +424,9 @@ test("a worker stopped and started: the other worker's merchants served meanwhil
   // before that call returns); for the other worker's merchants, from the start of the stop (a
   // fast stop ends every session of the worker at once) to the end of the start.
   const whileDown = (names: string[]) =>
-    rec.answers.filter((x) => names.includes(x.merchant) && x.at >= stoppedAt && x.at + x.ms <= startCalledAt);
+    rec.answers.filter(
+      (x) => names.includes(x.merchant) && x.at >= stoppedAt && x.at + x.ms <= startCalledAt,
+    );
   const meanwhile = (names: string[]) =>
     rec.answers.filter((x) => names.includes(x.merchant) && x.at + x.ms >= stopCalledAt && x.at <= startedAt);
   const downNames = down!.merchants.map((m) => m.label);
