@@ -19,8 +19,9 @@ import { afterAll, expect, inject, test } from 'vitest';
 import { expireConfirmations, startedRedeems } from '../../src/core/bot/redeem-reports.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { LEASE_MS } from '../../src/core/instance.ts';
+import { settleDisabledCustomerJob } from '../../src/core/jobs/disabled-customer.ts';
 import { recoverOrphanedJobs } from '../../src/core/jobs/recovery.ts';
-import { claimJob, ownUnrunJobs } from '../../src/core/jobs/states.ts';
+import { claimJob, finishAsyncJob, ownUnrunJobs } from '../../src/core/jobs/states.ts';
 import { redeemJobRunner } from '../../src/core/redeem/job-runner.ts';
 import { sweepOnce } from '../../src/core/sweeper/passes.ts';
 import { expireStaleRedeliveries } from '../../src/core/webhooks/redelivery.ts';
@@ -218,6 +219,10 @@ test("a worker stopped: the sweeps that read every worker go on for the other wo
       await expireStaleRedeliveries(t.ctx);
       expect(await ownUnrunJobs(t.ctx, new Set())).toEqual({ ids: [], partial: true });
       await repairWorkQueue(t.ctx.db, 0);
+      // The job worker's last steps for a job of a customer it knows go to that worker alone.
+      const upJobRef = { id: jobOf.get(up!.customerId)!, customerId: up!.customerId };
+      expect(await settleDisabledCustomerJob(t.ctx, upJobRef)).toBe(false);
+      expect(await finishAsyncJob(t.ctx, upJobRef)).toBe(false);
     } finally {
       await clusterNode(script!, 'start-node', FAULTS_DIR, port);
       stopped.splice(stopped.indexOf(port), 1);

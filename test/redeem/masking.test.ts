@@ -115,7 +115,7 @@ async function runAsync(m: Merchant, body: Record<string, unknown>, opts = { fin
   if (opts.finish) {
     expect((await executeJob(t.ctx, jobId)).finished).toBe(true);
     // Nothing left to finish.
-    expect(await finishAsyncJob(t.ctx, jobId)).toBe(false);
+    expect(await finishAsyncJob(t.ctx, { id: jobId, customerId: m.customerId })).toBe(false);
   } else {
     const loaded = (await loadJobWithCodes(t.ctx.db, jobId, null))!;
     for (const row of loaded.codes) {

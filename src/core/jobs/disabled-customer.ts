@@ -22,10 +22,12 @@ export const DISABLED_CUSTOMER_ERROR = {
  */
 export async function settleDisabledCustomerJob(
   deps: Pick<RedeemDeps, 'db' | 'clock'>,
-  jobId: string,
+  stopped: { id: string; customerId: number | null },
 ): Promise<boolean> {
+  const jobId = stopped.id;
   return deps.db.transaction(async (tx) => {
-    const customerId = await jobCustomer(tx, jobId);
+    // Named by its customer where the caller knows it: on Citus, that customer's worker alone.
+    const customerId = stopped.customerId ?? (await jobCustomer(tx, jobId));
     if (customerId === null) return false;
     const r = await tx.query<{ status: string; disabled: boolean }>(
       `select j.status, c.disabled_at is not null as disabled

@@ -344,8 +344,12 @@ export async function finishSyncJob(
  * Last phase of an async job no outcome finished: completed, and its redeem.completed event in
  * the outbox (one statement).
  */
-export async function finishAsyncJob(deps: RedeemDeps, jobId: string): Promise<boolean> {
-  const customerId = await jobCustomer(deps.db, jobId);
+export async function finishAsyncJob(
+  deps: RedeemDeps,
+  job: { id: string; customerId: number | null },
+): Promise<boolean> {
+  const jobId = job.id;
+  const customerId = job.customerId ?? (await jobCustomer(deps.db, jobId));
   if (customerId === null) return false;
   const r = await deps.db.query<{ finished: boolean }>(
     'select job_finish_async($1, $2, $3, $4, $5) as finished',

@@ -47,6 +47,9 @@ export async function runJob(
   opts: ExecuteOptions = {},
   claimed?: JobWithCodes,
 ): Promise<void> {
+  // Its customer, where known (a claimed job, or one started for a known customer): on Citus each
+  // read of the job then goes to that customer's worker alone, not to every worker.
+  const customerId = opts.customerId ?? claimed?.job.customerId ?? null;
   try {
     // A run that lost the database stops starting codes; once it is back the rest are sent
     // (only codes still pending: the run is safe to repeat, and a repeat reads them again), while
@@ -60,9 +63,10 @@ export async function runJob(
     // repeated run), or the codes' last two outcomes were recorded at the same moment.
     if (run.finished) return;
     // A disabled customer's job: its codes still pending were not sent (docs/reference/jobs.md#disabled-customers).
-    if (await retryOnConnectionError(() => settleDisabledCustomerJob(deps, jobId), retryFor(LEASE_MS / 3)))
+    const job = { id: jobId, customerId };
+    if (await retryOnConnectionError(() => settleDisabledCustomerJob(deps, job), retryFor(LEASE_MS / 3)))
       return;
-    await retryOnConnectionError(() => finishAsyncJob(deps, jobId), retryFor(LEASE_MS / 3));
+    await retryOnConnectionError(() => finishAsyncJob(deps, job), retryFor(LEASE_MS / 3));
   } catch (err) {
     if (isConnectionError(err)) {
       deps.logger.warn(
@@ -72,7 +76,6 @@ export async function runJob(
       return;
     }
     deps.logger.error({ err, jobId }, 'job crashed; marking it failed');
-    const customerId = opts.customerId ?? claimed?.job.customerId ?? null;
     await runner.settleStopped(deps, { id: jobId, customerId }, 'failed');
   }
 }
