@@ -18,6 +18,7 @@
 import { shardedByCustomer } from '../../db/citus.ts';
 import type { Queryable } from '../../db/database.ts';
 import { readAcrossCustomers } from '../../db/reachable-shards.ts';
+import { byCustomer } from '../by-customer.ts';
 import type { Caller, RedeemDeps } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
@@ -275,10 +276,9 @@ export async function takeOverOrphanedJobs(
     params: [opts.all, now],
     name: 'job_orphans',
   });
-  const byCustomer = new Map<number, string[]>();
-  for (const f of found.rows) byCustomer.set(f.customerId, [...(byCustomer.get(f.customerId) ?? []), f.id]);
   const taken: { id: string; customerId: number }[] = [];
-  for (const [customerId, ids] of byCustomer) {
+  for (const [customerId, rows] of byCustomer(found.rows)) {
+    const ids = rows.map((row) => row.id);
     // A worker that stopped since the read: its customers' jobs wait for a later sweep.
     const r = await onReachableWorker(() =>
       db.query<{ id: string }>(

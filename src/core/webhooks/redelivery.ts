@@ -13,6 +13,7 @@
 // that attempt and may ask again. One row per request, so an attempt is never doubled.
 import type { Database, Queryable } from '../../db/database.ts';
 import { readAcrossCustomers } from '../../db/reachable-shards.ts';
+import { byCustomer } from '../by-customer.ts';
 import type { Clock } from '../clock.ts';
 import { ApiError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
@@ -141,15 +142,13 @@ export async function expireStaleRedeliveries(deps: Deps): Promise<void> {
     params: [now],
     name: 'webhook_redelivery_stale',
   });
-  const byCustomer = new Map<number, string[]>();
-  for (const s of stale.rows) byCustomer.set(s.customerId, [...(byCustomer.get(s.customerId) ?? []), s.id]);
-  for (const [customerId, ids] of byCustomer)
+  for (const [customerId, rows] of byCustomer(stale.rows))
     await deps.db.query(
       `update webhook_redeliveries
           set state = 'done', locked_until = null, error_class = 'connection', duration_ms = 0,
               error = 'the process stopped while sending; it may have arrived'
         where customer_id = $2 and id = any($3::text[]) and state = 'sending' and locked_until <= $1`,
-      [now, customerId, ids],
+      [now, customerId, rows.map((r) => r.id)],
       'webhook_redelivery_expire',
     );
 }
